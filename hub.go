@@ -1,0 +1,171 @@
+// Package hub is the vocabulary of xiaozhi-hub: the devices it knows, the
+// tools and IoT things they offer, the calls made to them and the events the
+// hub reports. It does no I/O; the packages below it do:
+//
+//	protocol  the device wire protocol (envelopes, hello, audio frames, JSON-RPC)
+//	iot       legacy IoT things: descriptors, state merging, command checks
+//	mcpclient the hub's MCP client for one device connection
+//	session   one device's WebSocket connection, from upgrade to close
+//	registry  every device by id: live sessions, durable cache, calls, events
+//	store     the SQLite cache behind the registry
+//	api       the REST API, Server-Sent Events, health and metrics
+//	sim       simulated devices that behave like the firmware
+//	server    assembles all of the above from a Config
+package hub
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Device is what the hub knows about one device, keyed by its Device-Id
+// (the MAC address on real firmware). It outlives connections.
+type Device struct {
+	ID       string `json:"id"`
+	ClientID string `json:"clientId,omitempty"`
+
+	// Given by people through the API.
+	Name    string   `json:"name"`
+	Room    string   `json:"room"`
+	Aliases []string `json:"aliases"`
+
+	// Reported by the device.
+	Board           string          `json:"board,omitempty"`    // serverInfo.name from initialize
+	Firmware        string          `json:"firmware,omitempty"` // serverInfo.version from initialize
+	ProtocolVersion int             `json:"protocolVersion"`    // binary audio framing, 1..3
+	Features        json.RawMessage `json:"features,omitempty"` // hello "features" as sent
+	MCP             bool            `json:"mcp"`                // speaks MCP (hello features.mcp)
+	SystemInfo      json.RawMessage `json:"systemInfo,omitempty"`
+
+	FirstSeen time.Time `json:"firstSeen"`
+	LastSeen  time.Time `json:"lastSeen"`
+
+	// Derived, filled in by the registry.
+	Online     bool   `json:"online"`
+	ToolCount  int    `json:"toolCount"`
+	ThingCount int    `json:"thingCount"`
+	ToolsHash  string `json:"toolsHash,omitempty"`
+	ToolsStale bool   `json:"toolsStale"`
+}
+
+// DevicePatch is a change people make to a device. Nil fields are left alone.
+type DevicePatch struct {
+	Name    *string   `json:"name,omitempty"`
+	Room    *string   `json:"room,omitempty"`
+	Aliases *[]string `json:"aliases,omitempty"`
+}
+
+// Tool is one MCP tool a device offers, as the device described it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// UserOnly tools carry annotations.audience ["user"] (reboot, firmware
+	// upgrade, …): listed with withUserTools, never offered to AI agents by default.
+	UserOnly bool `json:"userOnly"`
+}
+
+// ToolChange is the difference between two tool lists of one device.
+type ToolChange struct {
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+}
+
+// Empty reports whether nothing changed.
+func (c ToolChange) Empty() bool {
+	return len(c.Added) == 0 && len(c.Removed) == 0 && len(c.Changed) == 0
+}
+
+// CallResult is what a device answered to tools/call.
+type CallResult struct {
+	Content json.RawMessage `json:"content"`
+	IsError bool            `json:"isError"`
+}
+
+// CallRecord is one entry of the bounded history of calls made to devices.
+type CallRecord struct {
+	ID         int64     `json:"id"`
+	DeviceID   string    `json:"deviceId"`
+	Kind       string    `json:"kind"` // "mcp" or "iot"
+	Tool       string    `json:"tool"` // tool name, or "Thing.Method[, …]" for IoT
+	Caller     string    `json:"caller"`
+	Arguments  string    `json:"arguments"` // truncated JSON
+	Result     string    `json:"result"`    // truncated JSON or error message
+	Outcome    string    `json:"outcome"`   // an Outcome* constant
+	Started    time.Time `json:"started"`
+	DurationMs float64   `json:"durationMs"`
+}
+
+// Call outcomes, as recorded and as used for metrics labels.
+const (
+	OutcomeOK          = "ok"
+	OutcomeToolError   = "tool_error" // the device returned isError:true
+	OutcomeDeviceError = "device_error"
+	OutcomeTimeout     = "timeout"
+	OutcomeOffline     = "offline"
+	OutcomeGone        = "disconnected"
+	OutcomeInvalid     = "invalid"
+	OutcomeSent        = "sent" // IoT commands: devices do not acknowledge
+)
+
+// CallFilter selects call records. Zero values select everything.
+type CallFilter struct {
+	DeviceID string
+	Limit    int // at most this many, newest first; 0 means a default
+}
+
+// Event is something the hub observed, streamed to API clients.
+type Event struct {
+	Type     string    `json:"type"` // an Event* constant
+	DeviceID string    `json:"deviceId,omitempty"`
+	Time     time.Time `json:"time"`
+	Data     any       `json:"data,omitempty"`
+}
+
+// Event types.
+const (
+	EventOnline        = "online"
+	EventOffline       = "offline"
+	EventToolsChanged  = "tools_changed"
+	EventToolsError    = "tools_error"
+	EventIoTChanged    = "iot_changed"
+	EventCallFinished  = "call_finished"
+	EventDeviceMessage = "device_message" // listen, abort, unknown types, notifications
+	EventProtocolError = "protocol_error"
+	EventDeviceDeleted = "device_deleted"
+	EventDeviceUpdated = "device_updated"
+)
+
+// Thing is one legacy IoT thing (firmware ≤ 1.7) with its last known state.
+type Thing struct {
+	Name        string                     `json:"name"`
+	Description string                     `json:"description"`
+	Properties  map[string]ThingProperty   `json:"properties"`
+	Methods     map[string]ThingMethod     `json:"methods"`
+	State       map[string]json.RawMessage `json:"state"`
+	// StateUpdated is when the device last reported any of State.
+	StateUpdated time.Time `json:"stateUpdated,omitzero"`
+}
+
+// ThingProperty is a readable value of a thing.
+type ThingProperty struct {
+	Description string `json:"description"`
+	Type        string `json:"type"` // "boolean", "number" or "string"
+}
+
+// ThingMethod is a callable method of a thing; its parameters are all
+// required (the wire format has no required flag, and the firmware ignores
+// commands that miss one).
+type ThingMethod struct {
+	Description string                   `json:"description"`
+	Parameters  map[string]ThingProperty `json:"parameters"`
+}
+
+// IoTCommand is one command for a legacy device.
+type IoTCommand struct {
+	Name       string          `json:"name"`
+	Method     string          `json:"method"`
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}

@@ -1,0 +1,81 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// AudioParams describes an Opus stream.
+type AudioParams struct {
+	Format        string `json:"format"`
+	SampleRate    int    `json:"sample_rate"`
+	Channels      int    `json:"channels"`
+	FrameDuration int    `json:"frame_duration"`
+}
+
+// ClientHello is the device's first text frame.
+type ClientHello struct {
+	// Version is the binary audio framing (1, 2 or 3); 0 when absent.
+	Version int
+	// Features as sent (nil when absent: firmware ≤ 1.6.2 sends none).
+	Features json.RawMessage
+	// MCP is features.mcp == true: the device runs an MCP server.
+	MCP         bool
+	Transport   string
+	AudioParams *AudioParams
+}
+
+// DecodeClientHello reads a hello frame leniently: only the members the hub
+// uses are checked, and a member of the wrong type is an error naming it.
+func DecodeClientHello(raw []byte) (ClientHello, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return ClientHello{}, fmt.Errorf("%w: hello: %v", ErrMalformed, err)
+	}
+	var h ClientHello
+	if v, ok := fields["version"]; ok && string(v) != "null" {
+		var f float64
+		if err := json.Unmarshal(v, &f); err != nil || f != float64(int(f)) {
+			return h, fmt.Errorf("%w: hello \"version\" must be an integer, got %s", ErrMalformed, truncate(v, 40))
+		}
+		h.Version = int(f)
+	}
+	if v, ok := fields["transport"]; ok {
+		_ = json.Unmarshal(v, &h.Transport)
+	}
+	if v, ok := fields["features"]; ok && string(v) != "null" {
+		var feats map[string]json.RawMessage
+		if err := json.Unmarshal(v, &feats); err != nil {
+			return h, fmt.Errorf("%w: hello \"features\" must be an object, got %s", ErrMalformed, truncate(v, 40))
+		}
+		h.Features = v
+		if m, ok := feats["mcp"]; ok {
+			_ = json.Unmarshal(m, &h.MCP) // only a JSON true enables MCP
+		}
+	}
+	if v, ok := fields["audio_params"]; ok && string(v) != "null" {
+		var ap AudioParams
+		if err := json.Unmarshal(v, &ap); err != nil {
+			return h, fmt.Errorf("%w: hello \"audio_params\": %v", ErrMalformed, err)
+		}
+		h.AudioParams = &ap
+	}
+	return h, nil
+}
+
+// ServerHello builds the hub's hello reply. The firmware needs "transport"
+// to be the string "websocket" (2.4.2 crashes without it), stores session_id
+// and echoes it, and decodes downlink audio with audio_params (defaulting to
+// 24 kHz / 60 ms when they are absent), so all three are always sent.
+func ServerHello(sessionID string, audio AudioParams) []byte {
+	b, _ := json.Marshal(struct {
+		Type        string      `json:"type"`
+		Transport   string      `json:"transport"`
+		SessionID   string      `json:"session_id"`
+		AudioParams AudioParams `json:"audio_params"`
+	}{TypeHello, "websocket", sessionID, audio})
+	return b
+}
+
+// DefaultDownlinkAudio is what the hub announces: the firmware's own default.
+var DefaultDownlinkAudio = AudioParams{Format: "opus", SampleRate: 24000, Channels: 1, FrameDuration: 60}

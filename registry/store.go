@@ -1,0 +1,53 @@
+package registry
+
+import (
+	"context"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+// Store is the durable cache behind the registry (package store implements
+// it on SQLite). The registry keeps everything it serves in memory and writes
+// through to the Store; it reads the Store only at Load.
+//
+// Every method is safe for concurrent use. Writes are durable when they
+// return (they survive kill -9 of the process). A missing device is reported
+// as an error with code hub.ENOTFOUND.
+type Store interface {
+	// LoadAll returns every known device with its tools and things, for Load.
+	LoadAll(ctx context.Context) ([]Snapshot, error)
+
+	// SaveDevice inserts or updates a device's identity and metadata
+	// (everything in hub.Device except the derived fields).
+	SaveDevice(ctx context.Context, d hub.Device) error
+	// DeleteDevice removes a device with its tools, things and calls.
+	DeleteDevice(ctx context.Context, id string) error
+
+	// SaveTools replaces a device's tool list. hash identifies the list's
+	// content; lists with the same hash are identical.
+	SaveTools(ctx context.Context, deviceID, hash string, tools []hub.Tool) error
+	// SaveThing inserts or replaces one thing (descriptor and state) by name.
+	SaveThing(ctx context.Context, deviceID string, t hub.Thing) error
+
+	// AddCall appends a call record and keeps at most the newest N records
+	// (N set when the store is opened). It returns the record's id.
+	AddCall(ctx context.Context, c hub.CallRecord) (int64, error)
+	// Calls returns records newest first.
+	Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error)
+
+	// AddEvent appends an event to the bounded durable event log.
+	AddEvent(ctx context.Context, e hub.Event) error
+	// Events returns the newest events, newest first, optionally for one device.
+	Events(ctx context.Context, deviceID string, limit int) ([]hub.Event, error)
+}
+
+// Snapshot is one device as stored.
+type Snapshot struct {
+	Device    hub.Device
+	ToolsHash string
+	Tools     []hub.Tool
+	Things    []hub.Thing
+	// ToolsSaved is when the tool list was last written.
+	ToolsSaved time.Time
+}
