@@ -169,3 +169,15 @@ type IoTCommand struct {
 	Method     string          `json:"method"`
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
+
+// Truncate returns b as a string of at most n bytes (cut at a character
+// boundary, "…" appended when cut), for logs and call records.
+func Truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	for n > 0 && b[n]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+		n--
+	}
+	return string(b[:n]) + "…"
+}

@@ -7,26 +7,6 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-// ThingDescriptor describes one legacy IoT thing (firmware ≤ 1.7).
-type ThingDescriptor struct {
-	Name        string                `json:"name"`
-	Description string                `json:"description"`
-	Properties  map[string]Property   `json:"properties"`
-	Methods     map[string]MethodDesc `json:"methods"`
-}
-
-// Property is a readable value of a thing.
-type Property struct {
-	Description string `json:"description"`
-	Type        string `json:"type"` // "boolean", "number" or "string"
-}
-
-// MethodDesc is a callable method of a thing.
-type MethodDesc struct {
-	Description string              `json:"description"`
-	Parameters  map[string]Property `json:"parameters"`
-}
-
 // ThingState is the state of one thing as reported by the device.
 type ThingState struct {
 	Name  string                     `json:"name"`
@@ -34,9 +14,10 @@ type ThingState struct {
 }
 
 // IoTMessage is a device's "iot" frame: descriptors, states, or both.
+// Descriptors decode straight into hub.Thing (their JSON shapes match).
 type IoTMessage struct {
 	Update      bool
-	Descriptors []ThingDescriptor
+	Descriptors []hub.Thing
 	States      []ThingState
 }
 
@@ -54,7 +35,7 @@ func DecodeIoT(raw []byte) (IoTMessage, error) {
 	var m IoTMessage
 	_ = json.Unmarshal(fields.Update, &m.Update)
 	for i, d := range fields.Descriptors {
-		var td ThingDescriptor
+		var td hub.Thing
 		if err := json.Unmarshal(d, &td); err != nil {
 			return IoTMessage{}, fmt.Errorf("%w: iot descriptor %d: %v", ErrMalformed, i, err)
 		}
@@ -82,8 +63,8 @@ func DecodeIoT(raw []byte) (IoTMessage, error) {
 // EncodeIoTCommands builds the command frame for a legacy device.
 func EncodeIoTCommands(sessionID string, cmds []hub.IoTCommand) ([]byte, error) {
 	return json.Marshal(struct {
-		SessionID string       `json:"session_id"`
-		Type      string       `json:"type"`
+		SessionID string           `json:"session_id"`
+		Type      string           `json:"type"`
 		Commands  []hub.IoTCommand `json:"commands"`
 	}{sessionID, TypeIoT, cmds})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/xiaozhi-hub/hub"
 )
 
 // Message types the hub understands in text frames.
@@ -77,9 +79,4 @@ func EncodeEnvelope(sessionID string, payload []byte) []byte {
 	return b
 }
 
-func truncate(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "…"
-}
+func truncate(b []byte, n int) string { return hub.Truncate(b, n) }

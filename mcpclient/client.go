@@ -1,0 +1,244 @@
+// Package mcpclient is the hub's MCP client for one device connection. The
+// device runs the MCP server (device-protocol.md §8); the hub sends
+// initialize, notifications/initialized, tools/list and tools/call, each
+// with a fresh numeric id, and matches replies by id.
+//
+// It is written for the firmware rather than on top of a general MCP SDK:
+// the firmware wants protocolVersion 2024-11-05 without a discovery probe,
+// capabilities.vision at the top level, the non-standard withUserTools flag,
+// tool-name cursors, and sends error objects without "code". Owning these
+// ~300 lines keeps every one of those rules visible and tested here.
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/protocol"
+)
+
+// Sender writes one JSON-RPC payload to the device (the caller wraps it in
+// the {"session_id","type":"mcp","payload"} envelope).
+type Sender func(ctx context.Context, payload []byte) error
+
+// Options configures a Client. The zero value is usable.
+type Options struct {
+	Logger *slog.Logger // one summary line per exchange; default discards
+	// OnNotification receives every notification from the device.
+	OnNotification func(method string, params json.RawMessage)
+	// Vision, when set, is announced in initialize as capabilities.vision
+	// so that the device's camera tool can reach the explain endpoint.
+	Vision *Vision
+	// Limits on tools/list, so that a device that repeats cursors or sends
+	// huge lists cannot hold the hub: pages (default 64), bytes (default
+	// 4 MiB across pages) and tools (default 1024).
+	MaxPages, MaxListBytes, MaxTools int
+	// ClientVersion is sent as clientInfo.version.
+	ClientVersion string
+}
+
+// Vision is the explain endpoint for the device's camera tool.
+type Vision struct {
+	URL   string `json:"url"`
+	Token string `json:"token,omitempty"`
+}
+
+// Client is one device's MCP client. Its methods are safe for concurrent use.
+type Client struct {
+	send Sender
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan protocol.RPC
+	closed  error // set once by Close
+}
+
+// New returns a Client that sends through send. Replies must be handed to
+// Deliver by the connection's read loop.
+func New(send Sender, opts Options) *Client {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxPages <= 0 {
+		opts.MaxPages = 64
+	}
+	if opts.MaxListBytes <= 0 {
+		opts.MaxListBytes = 4 << 20
+	}
+	if opts.MaxTools <= 0 {
+		opts.MaxTools = 1024
+	}
+	if opts.ClientVersion == "" {
+		opts.ClientVersion = "dev"
+	}
+	return &Client{send: send, opts: opts, log: opts.Logger, pending: map[int64]chan protocol.RPC{}}
+}
+
+// Deliver hands a message from the device to the client: a response
+// completes its pending request, a notification goes to OnNotification, and
+// a request from the device is answered with "method not found" (devices
+// do not send requests; the answer keeps a confused peer from waiting).
+func (c *Client) Deliver(m protocol.RPC) {
+	switch {
+	case m.IsResponse():
+		id, ok := m.IntID()
+		c.mu.Lock()
+		ch, found := c.pending[id]
+		if found {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		if !ok || !found {
+			c.log.Warn("mcp reply matches no pending request (late, after a timeout, or a bad id)", "id", string(m.ID))
+			return
+		}
+		ch <- m // buffered, never blocks
+	case m.IsNotification():
+		if c.opts.OnNotification != nil {
+			c.opts.OnNotification(m.Method, m.Params)
+		}
+	default: // a request from the device
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.send(ctx, protocol.EncodeErrorResponse(m.ID, -32601, "method not found: the hub is an MCP client"))
+	}
+}
+
+// Close fails every pending request at once with err and refuses new ones.
+// err should say why (for example that the device disconnected).
+func (c *Client) Close(err error) {
+	c.mu.Lock()
+	if c.closed == nil {
+		c.closed = err
+	}
+	pending := c.pending
+	c.pending = map[int64]chan protocol.RPC{}
+	c.mu.Unlock()
+	for _, ch := range pending {
+		close(ch)
+	}
+}
+
+// Call sends a request and waits for its reply. Errors are *hub.Error:
+// EDEVICE when the device answered with an error (with its message),
+// ETIMEOUT when ctx's deadline passed, EGONE when the client was closed.
+func (c *Client) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	start := time.Now()
+	id, ch, err := c.register()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.roundTrip(ctx, id, ch, method, params)
+	c.logExchange(method, id, params, res, err, time.Since(start))
+	return res, err
+}
+
+func (c *Client) roundTrip(ctx context.Context, id int64, ch chan protocol.RPC, method string, params any) (json.RawMessage, error) {
+	payload, err := protocol.EncodeRequest(id, method, params)
+	if err != nil {
+		c.forget(id)
+		return nil, hub.Errorf(hub.EINVALID, "encode %s request: %w", method, err)
+	}
+	if err := c.send(ctx, payload); err != nil {
+		c.forget(id)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, c.ctxError(ctxErr, method)
+		}
+		return nil, hub.Errorf(hub.EGONE, "sending %s to the device failed: %w", method, err)
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return nil, c.closedError(method)
+		}
+		if m.Error != nil {
+			return nil, &hub.Error{Code: hub.EDEVICE, Message: "device error: " + m.Error.Message, Err: m.Error}
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		c.forget(id)
+		return nil, c.ctxError(ctx.Err(), method)
+	}
+}
+
+// Notify sends a notification (no reply expected).
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	payload, err := protocol.EncodeNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", method, err)
+	}
+	return c.send(ctx, payload)
+}
+
+func (c *Client) register() (int64, chan protocol.RPC, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed != nil {
+		return 0, nil, &hub.Error{Code: hub.EGONE, Message: c.closed.Error(), Err: c.closed}
+	}
+	// Ids are positive and stay within int32: the firmware parses them as C int.
+	for {
+		c.nextID++
+		if c.nextID > math.MaxInt32 {
+			c.nextID = 1
+		}
+		if _, busy := c.pending[c.nextID]; !busy {
+			break
+		}
+	}
+	ch := make(chan protocol.RPC, 1)
+	c.pending[c.nextID] = ch
+	return c.nextID, ch, nil
+}
+
+func (c *Client) forget(id int64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+func (c *Client) closedError(method string) error {
+	c.mu.Lock()
+	err := c.closed
+	c.mu.Unlock()
+	if err == nil {
+		err = errors.New("connection closed")
+	}
+	return &hub.Error{Code: hub.EGONE, Message: fmt.Sprintf("%s: no answer: %v", method, err), Err: err}
+}
+
+func (c *Client) ctxError(err error, method string) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &hub.Error{Code: hub.ETIMEOUT, Message: fmt.Sprintf("the device did not answer %s in time", method), Err: err}
+	}
+	return fmt.Errorf("%s: %w", method, err)
+}
+
+func (c *Client) logExchange(method string, id int64, params any, res json.RawMessage, err error, d time.Duration) {
+	ctx := context.Background()
+	if !c.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	outcome := "ok"
+	result := summarize(res)
+	if err != nil {
+		outcome = hub.ErrorCode(err)
+		result = hub.ErrorMessage(err)
+	}
+	args, _ := json.Marshal(params)
+	c.log.LogAttrs(ctx, slog.LevelInfo, "mcp exchange",
+		slog.String("method", method), slog.Int64("id", id),
+		slog.Float64("ms", float64(d.Microseconds())/1000), slog.String("outcome", outcome),
+		slog.String("args", summarize(args)), slog.String("result", result))
+}
+
+func summarize(b []byte) string { return hub.Truncate(b, 200) }

@@ -1,0 +1,178 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/iot"
+)
+
+// CallRequest asks a device to run one of its MCP tools.
+type CallRequest struct {
+	DeviceID  string
+	Tool      string
+	Arguments json.RawMessage // a JSON object; empty means {}
+	// Timeout for the device's answer; 0 means the registry's default. It
+	// may not exceed the registry's maximum.
+	Timeout time.Duration
+	// Caller names who asked (for the call history), e.g. "api", "agent".
+	Caller string
+}
+
+// CallTool runs a tool on a device. It fails without contacting the device
+// when the device or tool is unknown (ENOTFOUND), the arguments do not match
+// the tool's inputSchema (EINVALID) or the device is offline (EOFFLINE).
+// Otherwise the device's answer is returned, or ETIMEOUT, EDEVICE (the
+// device answered with an error) or EGONE (it disconnected mid-call).
+// Every call is recorded.
+func (r *Registry) CallTool(ctx context.Context, req CallRequest) (hub.CallResult, error) {
+	start := r.opts.Now()
+	res, err := r.callTool(ctx, req)
+	outcome := hub.OutcomeOK
+	switch {
+	case err != nil:
+		outcome = outcomeOf(err)
+	case res.IsError:
+		outcome = hub.OutcomeToolError
+	}
+	elapsed := r.opts.Now().Sub(start)
+	r.opts.Metrics.Call("mcp", outcome, elapsed.Seconds())
+	rec := hub.CallRecord{
+		DeviceID: req.DeviceID, Kind: "mcp", Tool: req.Tool, Caller: req.Caller,
+		Arguments: summarize(req.Arguments), Outcome: outcome, Started: start,
+		DurationMs: float64(elapsed.Microseconds()) / 1000,
+	}
+	if err != nil {
+		rec.Result = hub.ErrorMessage(err)
+	} else {
+		rec.Result = summarize(res.Content)
+	}
+	r.finish(rec)
+	return res, err
+}
+
+func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResult, error) {
+	timeout, err := r.timeout(req.Timeout)
+	if err != nil {
+		return hub.CallResult{}, err
+	}
+	r.mu.RLock()
+	e, ok := r.devices[req.DeviceID]
+	if !ok {
+		r.mu.RUnlock()
+		return hub.CallResult{}, notFound(req.DeviceID)
+	}
+	tool, known := e.tools.lookup(req.Tool)
+	link := e.link
+	r.mu.RUnlock()
+	if !known {
+		return hub.CallResult{}, hub.Errorf(hub.ENOTFOUND,
+			"device %q has no tool %q (GET /api/devices/%s/tools lists its tools)", req.DeviceID, req.Tool, req.DeviceID)
+	}
+	if err := r.val.Validate(tool.InputSchema, req.Arguments); err != nil {
+		return hub.CallResult{}, err
+	}
+	if link == nil {
+		return hub.CallResult{}, offline(req.DeviceID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	args := req.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	return link.conn.CallTool(ctx, req.Tool, args)
+}
+
+// SendIoTCommands validates commands against the device's IoT descriptors
+// and sends them. Legacy devices never acknowledge commands: success means
+// the commands were written to the connection; the state cache changes when
+// the device reports its new state.
+func (r *Registry) SendIoTCommands(ctx context.Context, deviceID string, cmds []hub.IoTCommand, caller string) error {
+	start := r.opts.Now()
+	err := r.sendIoT(ctx, deviceID, cmds)
+	outcome := hub.OutcomeSent
+	if err != nil {
+		outcome = outcomeOf(err)
+	}
+	elapsed := r.opts.Now().Sub(start)
+	r.opts.Metrics.Call("iot", outcome, elapsed.Seconds())
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.Name + "." + c.Method
+	}
+	args, _ := json.Marshal(cmds)
+	rec := hub.CallRecord{
+		DeviceID: deviceID, Kind: "iot", Tool: strings.Join(names, ", "), Caller: caller,
+		Arguments: summarize(args), Outcome: outcome, Started: start,
+		DurationMs: float64(elapsed.Microseconds()) / 1000,
+	}
+	if err != nil {
+		rec.Result = hub.ErrorMessage(err)
+	}
+	r.finish(rec)
+	return err
+}
+
+func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTCommand) error {
+	r.mu.RLock()
+	e, ok := r.devices[deviceID]
+	if !ok {
+		r.mu.RUnlock()
+		return notFound(deviceID)
+	}
+	err := iot.ValidateCommands(e.things, cmds)
+	link := e.link
+	r.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	if link == nil {
+		return offline(deviceID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.DefaultCallTimeout)
+	defer cancel()
+	return link.conn.SendIoT(ctx, cmds)
+}
+
+func (r *Registry) finish(rec hub.CallRecord) {
+	r.rec.call(rec)
+	r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec})
+}
+
+func (r *Registry) timeout(d time.Duration) (time.Duration, error) {
+	switch {
+	case d == 0:
+		return r.opts.DefaultCallTimeout, nil
+	case d < 0:
+		return 0, hub.Errorf(hub.EINVALID, "timeout must be positive")
+	case d > r.opts.MaxCallTimeout:
+		return 0, hub.Errorf(hub.EINVALID, "timeout %v exceeds the maximum of %v", d, r.opts.MaxCallTimeout)
+	}
+	return d, nil
+}
+
+func offline(id string) error {
+	return hub.Errorf(hub.EOFFLINE, "device %q is offline: it connects only during a conversation, so wake it and try again", id)
+}
+
+func outcomeOf(err error) string {
+	switch hub.ErrorCode(err) {
+	case hub.ETIMEOUT:
+		return hub.OutcomeTimeout
+	case hub.EOFFLINE:
+		return hub.OutcomeOffline
+	case hub.EGONE:
+		return hub.OutcomeGone
+	case hub.EINVALID, hub.ENOTFOUND, hub.EBADREQUEST:
+		return hub.OutcomeInvalid
+	default:
+		return hub.OutcomeDeviceError
+	}
+}
+
+// summarize truncates JSON for the call history.
+func summarize(b []byte) string { return hub.Truncate(b, 512) }

@@ -1,0 +1,78 @@
+package registry
+
+import (
+	"sync"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+// broker fans events out to subscribers without ever blocking the publisher.
+type broker struct {
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{}
+	closed bool
+}
+
+type subscriber struct {
+	ch      chan hub.Event
+	dropped int // events lost since the last delivered one; guarded by broker.mu
+}
+
+const subscriberBuffer = 256
+
+func newBroker() *broker { return &broker{subs: map[*subscriber]struct{}{}} }
+
+func (b *broker) subscribe() (<-chan hub.Event, func()) {
+	s := &subscriber{ch: make(chan hub.Event, subscriberBuffer)}
+	b.mu.Lock()
+	if b.closed {
+		close(s.ch)
+	} else {
+		b.subs[s] = struct{}{}
+	}
+	b.mu.Unlock()
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			if _, ok := b.subs[s]; ok {
+				delete(b.subs, s)
+				close(s.ch)
+			}
+			b.mu.Unlock()
+		})
+	}
+}
+
+func (b *broker) publish(ev hub.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if s.dropped > 0 {
+			// Tell the subscriber it missed something, as soon as there is room.
+			select {
+			case s.ch <- hub.Event{Type: "events_dropped", Time: time.Now(), Data: map[string]int{"count": s.dropped}}:
+				s.dropped = 0
+			default:
+				s.dropped++
+				continue
+			}
+		}
+		select {
+		case s.ch <- ev:
+		default:
+			s.dropped++
+		}
+	}
+}
+
+func (b *broker) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		close(s.ch)
+		delete(b.subs, s)
+	}
+}

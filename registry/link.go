@@ -1,0 +1,235 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/iot"
+)
+
+// Conn is a live device connection, as the registry uses it. Package session
+// implements it. Errors are *hub.Error values: ETIMEOUT, EDEVICE (the device
+// answered with an error), EGONE (the connection ended during the call).
+type Conn interface {
+	CallTool(ctx context.Context, name string, args json.RawMessage) (hub.CallResult, error)
+	SendIoT(ctx context.Context, cmds []hub.IoTCommand) error
+	// Close ends the connection, telling the device why where possible.
+	Close(reason string)
+}
+
+// ConnectInfo is what a device told the hub when it connected.
+type ConnectInfo struct {
+	DeviceID        string
+	ClientID        string
+	ProtocolVersion int
+	Features        json.RawMessage
+	MCP             bool
+}
+
+// Link is one connection's handle on its device entry. The session reports
+// what the device says through it, and calls Disconnect when it ends.
+type Link struct {
+	r    *Registry
+	e    *entry
+	id   string
+	conn Conn
+}
+
+// Connect registers a live connection for a device that completed its
+// hello, creating the device if it is new. An earlier connection of the same
+// device is closed: a device has one live connection. If the device has a
+// cached tool list it is served at once, marked stale until SetTools.
+func (r *Registry) Connect(ctx context.Context, info ConnectInfo, c Conn) (*Link, error) {
+	now := r.opts.Now()
+	r.mu.Lock()
+	e, ok := r.devices[info.DeviceID]
+	if !ok {
+		e = &entry{dev: hub.Device{ID: info.DeviceID, FirstSeen: now, Aliases: []string{}}, things: map[string]*hub.Thing{}}
+		r.devices[info.DeviceID] = e
+	}
+	old := e.link
+	l := &Link{r: r, e: e, id: info.DeviceID, conn: c}
+	e.link = l
+	if old == nil {
+		r.online++
+	}
+	e.dev.ClientID = info.ClientID
+	e.dev.ProtocolVersion = info.ProtocolVersion
+	e.dev.Features = info.Features
+	e.dev.MCP = info.MCP
+	e.dev.LastSeen = now
+	e.stale = info.MCP // until the device's list is fetched again
+	view := r.viewLocked(e)
+	r.mu.Unlock()
+
+	if old != nil {
+		old.conn.Close("replaced by a newer connection from the same device")
+	}
+	if err := l.saveDevice(ctx); err != nil {
+		return l, err
+	}
+	r.publish(hub.EventOnline, info.DeviceID, view)
+	return l, nil
+}
+
+// live reports whether l is still the device's current connection (a newer
+// connection, or a delete, makes an old link's reports moot).
+func (l *Link) liveLocked() bool { return l.e.link == l && l.r.devices[l.id] == l.e }
+
+func (l *Link) saveDevice(ctx context.Context) error {
+	l.e.saveMu.Lock()
+	defer l.e.saveMu.Unlock()
+	l.r.mu.RLock()
+	d := l.e.dev
+	gone := l.r.devices[l.id] != l.e
+	l.r.mu.RUnlock()
+	if gone {
+		return nil // deleted meanwhile; do not resurrect it
+	}
+	if err := l.r.store.SaveDevice(ctx, d); err != nil {
+		return fmt.Errorf("save device %s: %w", l.id, err)
+	}
+	return nil
+}
+
+// SetServerInfo records the board and firmware from the initialize reply.
+func (l *Link) SetServerInfo(ctx context.Context, board, firmware string) error {
+	l.r.mu.Lock()
+	l.e.dev.Board, l.e.dev.Firmware = board, firmware
+	l.r.mu.Unlock()
+	return l.saveDevice(ctx)
+}
+
+// SetTools replaces the device's tool list with a complete one just fetched,
+// clears the stale mark, and returns what changed.
+func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, error) {
+	hash := HashTools(tools)
+	r := l.r
+	r.mu.Lock()
+	if !l.liveLocked() {
+		r.mu.Unlock()
+		return hub.ToolChange{}, nil
+	}
+	var old []hub.Tool
+	if l.e.tools != nil {
+		old = l.e.tools.tools
+	}
+	same := l.e.tools != nil && l.e.tools.hash == hash
+	if !same {
+		r.releaseLocked(l.e.tools)
+		l.e.tools = r.internLocked(hash, tools)
+	}
+	l.e.stale = false
+	r.mu.Unlock()
+
+	if same {
+		return hub.ToolChange{}, nil
+	}
+	change := diffTools(old, tools)
+	if err := r.store.SaveTools(ctx, l.id, hash, tools); err != nil {
+		return change, fmt.Errorf("save tools of %s: %w", l.id, err)
+	}
+	r.publish(hub.EventToolsChanged, l.id, struct {
+		hub.ToolChange
+		Count int    `json:"count"`
+		Hash  string `json:"hash"`
+	}{change, len(tools), hash})
+	return change, nil
+}
+
+// ToolsFailed records that fetching the tool list failed; the cached list
+// (if any) stays, still marked stale.
+func (l *Link) ToolsFailed(err error) {
+	l.r.publish(hub.EventToolsError, l.id, map[string]string{"error": err.Error()})
+}
+
+// DescribeThings adds or replaces IoT things by name (firmware sends one
+// descriptor per message, and may send a thing again).
+func (l *Link) DescribeThings(ctx context.Context, descs []hub.Thing) error {
+	r := l.r
+	saved := make([]hub.Thing, 0, len(descs))
+	r.mu.Lock()
+	for _, d := range descs {
+		t := iot.Describe(d, l.e.things[d.Name])
+		l.e.things[t.Name] = &t
+		saved = append(saved, iot.Clone(t))
+	}
+	r.mu.Unlock()
+	var errs []error
+	for _, t := range saved {
+		if err := r.store.SaveThing(ctx, l.id, t); err != nil {
+			errs = append(errs, fmt.Errorf("save thing %s of %s: %w", t.Name, l.id, err))
+		}
+		r.publish(hub.EventIoTChanged, l.id, map[string]any{"thing": t.Name, "descriptor": true})
+	}
+	return errors.Join(errs...)
+}
+
+// ThingState is a state report for one thing.
+type ThingState struct {
+	Name  string
+	State map[string]json.RawMessage
+}
+
+// ReportStates merges full or delta states into the cached things. A state
+// for a thing with no descriptor yet creates a bare thing (the descriptor may
+// follow), so no reported value is lost.
+func (l *Link) ReportStates(ctx context.Context, states []ThingState) error {
+	r := l.r
+	now := r.opts.Now()
+	type changed struct {
+		thing  hub.Thing
+		fields []string
+	}
+	var out []changed
+	r.mu.Lock()
+	for _, s := range states {
+		t := l.e.things[s.Name]
+		if t == nil {
+			t = &hub.Thing{Name: s.Name, Properties: map[string]hub.ThingProperty{}, Methods: map[string]hub.ThingMethod{}}
+			l.e.things[s.Name] = t
+		}
+		if fields := iot.MergeState(t, s.State, now); len(fields) > 0 {
+			out = append(out, changed{iot.Clone(*t), fields})
+		}
+	}
+	r.mu.Unlock()
+	var errs []error
+	for _, c := range out {
+		if err := r.store.SaveThing(ctx, l.id, c.thing); err != nil {
+			errs = append(errs, fmt.Errorf("save state of %s.%s: %w", l.id, c.thing.Name, err))
+		}
+		changes := map[string]json.RawMessage{}
+		for _, f := range c.fields {
+			changes[f] = c.thing.State[f]
+		}
+		r.publish(hub.EventIoTChanged, l.id, map[string]any{"thing": c.thing.Name, "state": changes})
+	}
+	return errors.Join(errs...)
+}
+
+// Event records something the device said that the hub does not act on
+// (listen, abort, unknown types, notifications) or a protocol error.
+func (l *Link) Event(typ string, data any) { l.r.publish(typ, l.id, data) }
+
+// Disconnect marks the device offline, unless a newer connection has taken
+// over already.
+func (l *Link) Disconnect(ctx context.Context, reason string) {
+	r := l.r
+	r.mu.Lock()
+	if !l.liveLocked() {
+		r.mu.Unlock()
+		return
+	}
+	l.e.link = nil
+	r.online--
+	l.e.dev.LastSeen = r.opts.Now()
+	r.mu.Unlock()
+	if err := l.saveDevice(ctx); err != nil {
+		r.log.Warn("could not save device at disconnect", "device", l.id, "err", err)
+	}
+	r.publish(hub.EventOffline, l.id, map[string]string{"reason": reason})
+}

@@ -1,0 +1,342 @@
+// Package registry knows every device by id, whether or not it is connected:
+// its metadata, its cached MCP tools and IoT things, and — while it is
+// online — the live connection through which it can be called. Reads are
+// served from memory; every change is written through to a durable Store, so
+// that a restarted hub (even after kill -9) serves the same cache at once.
+package registry
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/iot"
+	"github.com/xiaozhi-hub/hub/metrics"
+	"github.com/xiaozhi-hub/hub/schema"
+)
+
+// Options configures a Registry. The zero value is usable.
+type Options struct {
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics // may be nil
+	// DefaultCallTimeout applies when a call names none (default 30 s);
+	// MaxCallTimeout caps what a call may ask for (default 300 s, the
+	// firmware's own limit).
+	DefaultCallTimeout time.Duration
+	MaxCallTimeout     time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Registry is the set of all known devices. Its methods are safe for
+// concurrent use. Create it with New, fill it with Load, stop it with Close.
+type Registry struct {
+	store Store
+	opts  Options
+	log   *slog.Logger
+	val   *schema.Validator
+	bus   *broker
+	rec   *recorder
+
+	mu       sync.RWMutex
+	devices  map[string]*entry
+	toolsets map[string]*toolset // by hash, shared between devices
+	online   int
+}
+
+// entry is one device. Fields are guarded by Registry.mu, except saveMu,
+// which serialises writes of the device row so that an older snapshot never
+// overwrites a newer one.
+type entry struct {
+	dev    hub.Device // persisted fields plus LastSeen etc.
+	tools  *toolset   // nil until a tool list is known
+	stale  bool
+	things map[string]*hub.Thing
+	link   *Link // the live connection, nil when offline
+	saveMu sync.Mutex
+}
+
+// New returns a Registry over store. Call Load before serving.
+func New(store Store, opts Options) *Registry {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.DefaultCallTimeout <= 0 {
+		opts.DefaultCallTimeout = 30 * time.Second
+	}
+	if opts.MaxCallTimeout <= 0 {
+		opts.MaxCallTimeout = 300 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &Registry{
+		store:    store,
+		opts:     opts,
+		log:      opts.Logger,
+		val:      schema.New(),
+		bus:      newBroker(),
+		devices:  map[string]*entry{},
+		toolsets: map[string]*toolset{},
+	}
+	r.rec = newRecorder(store, opts.Logger, opts.Metrics)
+	return r
+}
+
+// Load reads every stored device into memory. All devices start offline.
+func (r *Registry) Load(ctx context.Context) error {
+	snaps, err := r.store.LoadAll(ctx)
+	if err != nil {
+		return fmt.Errorf("load devices: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range snaps {
+		e := &entry{dev: s.Device, things: map[string]*hub.Thing{}}
+		if s.ToolsHash != "" {
+			e.tools = r.internLocked(s.ToolsHash, s.Tools)
+		}
+		for i := range s.Things {
+			t := s.Things[i]
+			e.things[t.Name] = &t
+		}
+		r.devices[s.Device.ID] = e
+	}
+	r.log.Info("registry loaded", "devices", len(snaps), "toolsets", len(r.toolsets))
+	return nil
+}
+
+// Close stops background persistence after flushing what is queued, and
+// closes every live connection. It does not close the Store.
+func (r *Registry) Close() {
+	r.mu.RLock()
+	var links []*Link
+	for _, e := range r.devices {
+		if e.link != nil {
+			links = append(links, e.link)
+		}
+	}
+	r.mu.RUnlock()
+	for _, l := range links {
+		l.conn.Close("hub shutting down")
+	}
+	r.rec.close()
+	r.bus.close()
+}
+
+// Devices returns every known device, sorted by room, name and id.
+func (r *Registry) Devices() []hub.Device {
+	r.mu.RLock()
+	out := make([]hub.Device, 0, len(r.devices))
+	for _, e := range r.devices {
+		out = append(out, r.viewLocked(e))
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b hub.Device) int {
+		return cmp.Or(strings.Compare(a.Room, b.Room), strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// Device returns one device, or an ENOTFOUND error.
+func (r *Registry) Device(id string) (hub.Device, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.devices[id]
+	if !ok {
+		return hub.Device{}, notFound(id)
+	}
+	return r.viewLocked(e), nil
+}
+
+// OnlineCount returns how many devices are connected.
+func (r *Registry) OnlineCount() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.online
+}
+
+// Tools returns a device's cached tools and whether the cache is stale (the
+// device reconnected and its list is being fetched again). The slice is
+// shared: callers must not modify it.
+func (r *Registry) Tools(id string) (tools []hub.Tool, stale bool, err error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.devices[id]
+	if !ok {
+		return nil, false, notFound(id)
+	}
+	if e.tools == nil {
+		return []hub.Tool{}, e.stale, nil
+	}
+	return e.tools.tools, e.stale, nil
+}
+
+// Things returns a device's IoT things with their current state, by name.
+func (r *Registry) Things(id string) ([]hub.Thing, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.devices[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	out := make([]hub.Thing, 0, len(e.things))
+	for _, t := range e.things {
+		out = append(out, iot.Clone(*t))
+	}
+	slices.SortFunc(out, func(a, b hub.Thing) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// UpdateDevice applies a person's changes (name, room, aliases).
+func (r *Registry) UpdateDevice(ctx context.Context, id string, p hub.DevicePatch) (hub.Device, error) {
+	if err := validatePatch(p); err != nil {
+		return hub.Device{}, err
+	}
+	r.mu.RLock()
+	e, ok := r.devices[id]
+	r.mu.RUnlock()
+	if !ok {
+		return hub.Device{}, notFound(id)
+	}
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	r.mu.Lock()
+	if p.Name != nil {
+		e.dev.Name = strings.TrimSpace(*p.Name)
+	}
+	if p.Room != nil {
+		e.dev.Room = strings.TrimSpace(*p.Room)
+	}
+	if p.Aliases != nil {
+		e.dev.Aliases = cleanAliases(*p.Aliases)
+	}
+	d := e.dev
+	view := r.viewLocked(e)
+	r.mu.Unlock()
+	if err := r.store.SaveDevice(ctx, d); err != nil {
+		return hub.Device{}, fmt.Errorf("save device %s: %w", id, err)
+	}
+	r.publish(hub.EventDeviceUpdated, id, view)
+	return view, nil
+}
+
+// DeleteDevice forgets a device and everything cached for it. A connected
+// device is disconnected; it will be registered afresh if it comes back.
+func (r *Registry) DeleteDevice(ctx context.Context, id string) error {
+	r.mu.Lock()
+	e, ok := r.devices[id]
+	if !ok {
+		r.mu.Unlock()
+		return notFound(id)
+	}
+	delete(r.devices, id)
+	link := e.link
+	if link != nil {
+		e.link = nil
+		r.online--
+	}
+	r.mu.Unlock()
+	if link != nil {
+		link.conn.Close("device deleted from the hub")
+	}
+	if err := r.store.DeleteDevice(ctx, id); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+		return fmt.Errorf("delete device %s: %w", id, err)
+	}
+	r.publish(hub.EventDeviceDeleted, id, nil)
+	return nil
+}
+
+// Subscribe returns a channel of events and a function that ends the
+// subscription. A subscriber that falls behind loses events rather than
+// slowing the hub; the channel carries a synthetic "events_dropped" event
+// when that happens.
+func (r *Registry) Subscribe() (<-chan hub.Event, func()) { return r.bus.subscribe() }
+
+// Calls returns recent call records, newest first.
+func (r *Registry) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error) {
+	return r.store.Calls(ctx, f)
+}
+
+// Events returns recent recorded events, newest first.
+func (r *Registry) Events(ctx context.Context, deviceID string, limit int) ([]hub.Event, error) {
+	return r.store.Events(ctx, deviceID, limit)
+}
+
+// viewLocked returns the device with its derived fields filled in.
+func (r *Registry) viewLocked(e *entry) hub.Device {
+	d := e.dev
+	d.Aliases = slices.Clone(d.Aliases)
+	if d.Aliases == nil {
+		d.Aliases = []string{}
+	}
+	d.Online = e.link != nil
+	d.ThingCount = len(e.things)
+	d.ToolsStale = e.stale
+	if e.tools != nil {
+		d.ToolCount = len(e.tools.tools)
+		d.ToolsHash = e.tools.hash
+	}
+	return d
+}
+
+func (r *Registry) publish(typ, deviceID string, data any) {
+	ev := hub.Event{Type: typ, DeviceID: deviceID, Time: r.opts.Now(), Data: data}
+	r.bus.publish(ev)
+	r.rec.event(ev)
+}
+
+func notFound(id string) error {
+	return hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub (GET /api/devices lists the known ones)", id)
+}
+
+func validatePatch(p hub.DevicePatch) error {
+	const maxLen = 128
+	check := func(field, v string) error {
+		if len(v) > maxLen {
+			return hub.Errorf(hub.EINVALID, "%s is longer than %d bytes", field, maxLen)
+		}
+		if strings.ContainsAny(v, "\x00\r\n") {
+			return hub.Errorf(hub.EINVALID, "%s must be one line of text", field)
+		}
+		return nil
+	}
+	if p.Name != nil {
+		if err := check("name", *p.Name); err != nil {
+			return err
+		}
+	}
+	if p.Room != nil {
+		if err := check("room", *p.Room); err != nil {
+			return err
+		}
+	}
+	if p.Aliases != nil {
+		if len(*p.Aliases) > 32 {
+			return hub.Errorf(hub.EINVALID, "at most 32 aliases, got %d", len(*p.Aliases))
+		}
+		for _, a := range *p.Aliases {
+			if err := check("alias", a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func cleanAliases(in []string) []string {
+	out := []string{}
+	for _, a := range in {
+		a = strings.TrimSpace(a)
+		if a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
