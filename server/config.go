@@ -1,0 +1,193 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is every setting of the hub. Each field can be set, lowest
+// precedence first, by its default, the YAML config file (key = the yaml
+// tag), an environment variable (XZ_HUB_ + the key in upper case with "-" as
+// "_") and a command-line flag (--key).
+type Config struct {
+	Listen     string `yaml:"listen" help:"address to listen on (host:port); devices, API and metrics share it"`
+	DataDir    string `yaml:"data-dir" help:"directory for the SQLite database and the API token file"`
+	APIToken   string `yaml:"api-token" help:"admin API token; default: generated on first start and kept in <data-dir>/api-token"`
+	DeviceAuth string `yaml:"device-auth" help:"who may connect as a device: open (anyone) or token (a token from device-tokens)"`
+	// DeviceTokens are accepted from devices with device-auth token.
+	DeviceTokens []string `yaml:"device-tokens" help:"comma-separated device tokens accepted with device-auth token"`
+	Demo         int      `yaml:"demo" help:"start this many simulated devices in-process (0: none; --demo alone: 4)"`
+	LogLevel     string   `yaml:"log-level" help:"debug, info, warn or error"`
+	LogFormat    string   `yaml:"log-format" help:"text or json"`
+
+	CallTimeout    time.Duration `yaml:"call-timeout" help:"default time a device has to answer a tool call"`
+	MaxCallTimeout time.Duration `yaml:"max-call-timeout" help:"longest timeout a caller may ask for (the firmware allows 300 s)"`
+	MaxCalls       int           `yaml:"max-calls" help:"call records kept in the history"`
+	VisionURL      string        `yaml:"vision-url" help:"camera explain endpoint announced to devices in initialize"`
+	VisionToken    string        `yaml:"vision-token" help:"token for the vision endpoint"`
+	DeviceOrigins  []string      `yaml:"device-origins" help:"extra browser origins allowed on the device endpoint (comma-separated host patterns)"`
+}
+
+// DefaultConfig returns the settings used when nothing else is given.
+func DefaultConfig() Config {
+	return Config{
+		Listen:         ":8000",
+		DataDir:        "data",
+		DeviceAuth:     "open",
+		LogLevel:       "info",
+		LogFormat:      "text",
+		CallTimeout:    30 * time.Second,
+		MaxCallTimeout: 300 * time.Second,
+		MaxCalls:       10000,
+	}
+}
+
+// Validate checks the settings and says what to fix.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Listen == "" {
+		errs = append(errs, errors.New("listen: must be host:port, e.g. :8000 or 127.0.0.1:8000"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data-dir: must not be empty"))
+	}
+	switch c.DeviceAuth {
+	case "open":
+	case "token":
+		if len(c.DeviceTokens) == 0 {
+			errs = append(errs, errors.New("device-auth token needs at least one entry in device-tokens"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("device-auth: %q is not one of open, token", c.DeviceAuth))
+	}
+	if c.CallTimeout <= 0 || c.MaxCallTimeout < c.CallTimeout {
+		errs = append(errs, fmt.Errorf("call-timeout (%v) must be positive and at most max-call-timeout (%v)", c.CallTimeout, c.MaxCallTimeout))
+	}
+	if c.Demo < 0 || c.Demo > 1000 {
+		errs = append(errs, fmt.Errorf("demo: %d devices is outside 0..1000", c.Demo))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log-format: %q is not text or json", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// LoadConfig builds the configuration from defaults, the config file named
+// by --config or XZ_HUB_CONFIG, the environment and the flags in args.
+func LoadConfig(args []string, getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("xiaozhi-hub", flag.ContinueOnError)
+	configPath := fs.String("config", getenv("XZ_HUB_CONFIG"), "YAML config file (env XZ_HUB_CONFIG)")
+	values := map[string]*string{}
+	v := reflect.ValueOf(&cfg).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		key := f.Tag.Get("yaml")
+		s := new(string)
+		values[key] = s
+		fs.Var(stringFlag{s}, key, f.Tag.Get("help")+" (env "+envName(key)+")")
+	}
+	// --demo without a value means 4 devices.
+	args = expandDemo(args)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *configPath != "" {
+		data, err := os.ReadFile(*configPath)
+		if err != nil {
+			return cfg, fmt.Errorf("config file: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("config file %s: %w", *configPath, err)
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for i := 0; i < v.NumField(); i++ {
+		key := v.Type().Field(i).Tag.Get("yaml")
+		raw, from := *values[key], "flag --"+key
+		if !set[key] {
+			raw, from = getenv(envName(key)), "environment variable "+envName(key)
+			if raw == "" {
+				continue
+			}
+		}
+		if err := setField(v.Field(i), raw); err != nil {
+			return cfg, fmt.Errorf("%s: %w", from, err)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+func envName(key string) string {
+	return "XZ_HUB_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+}
+
+func expandDemo(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if (a == "--demo" || a == "-demo") && (i+1 == len(args) || strings.HasPrefix(args[i+1], "-")) {
+			a = "--demo=4"
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func setField(f reflect.Value, raw string) error {
+	switch f.Interface().(type) {
+	case string:
+		f.SetString(raw)
+	case int:
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", raw)
+		}
+		f.SetInt(int64(n))
+	case time.Duration:
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration such as 30s or 5m", raw)
+		}
+		f.SetInt(int64(d))
+	case []string:
+		var list []string
+		for _, s := range strings.Split(raw, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				list = append(list, s)
+			}
+		}
+		f.Set(reflect.ValueOf(list))
+	default:
+		return fmt.Errorf("unsupported setting type %s", f.Type())
+	}
+	return nil
+}
+
+// stringFlag records a flag's raw value; LoadConfig converts it.
+type stringFlag struct{ p *string }
+
+func (s stringFlag) String() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
+func (s stringFlag) Set(v string) error { *s.p = v; return nil }

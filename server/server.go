@@ -1,0 +1,162 @@
+// Package server assembles the hub: the SQLite store, the registry, the
+// device endpoint, the REST API, health and metrics, on one listener. The
+// command, the end-to-end tests and --demo all start the hub through it.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/api"
+	"github.com/xiaozhi-hub/hub/mcpclient"
+	"github.com/xiaozhi-hub/hub/metrics"
+	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/store"
+)
+
+// Version is the hub's version, set at build time with -ldflags.
+var Version = "dev"
+
+// Hub is a running hub. Open starts it listening; Run serves until its
+// context ends; Close releases everything.
+type Hub struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *store.Store
+	Registry *registry.Registry
+	Metrics  *metrics.Metrics
+	devices  *session.Server
+	http     *http.Server
+	ln       net.Listener
+	// Token is the admin API token in force.
+	Token string
+}
+
+// Open opens the data directory and the store, loads the registry and
+// starts listening (so that Addr is known, and a bad address fails here).
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	token, err := adminToken(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "hub.db"), store.Options{MaxCalls: cfg.MaxCalls})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	m := metrics.New()
+	reg := registry.New(st, registry.Options{
+		Logger: log.With("component", "registry"), Metrics: m,
+		DefaultCallTimeout: cfg.CallTimeout, MaxCallTimeout: cfg.MaxCallTimeout,
+	})
+	if err := reg.Load(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token}
+	var vision *mcpclient.Vision
+	if cfg.VisionURL != "" {
+		vision = &mcpclient.Vision{URL: cfg.VisionURL, Token: cfg.VisionToken}
+	}
+	h.devices = session.New(session.Options{
+		Registry: reg, Authorize: deviceAuth(cfg), Logger: log.With("component", "device"),
+		Metrics: m, Vision: vision, OriginPatterns: cfg.DeviceOrigins, Version: Version,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("GET /xiaozhi/v1/", h.devices)
+	api.New(api.Options{Registry: reg, Token: token, Metrics: m, Logger: log.With("component", "api")}).Register(mux)
+
+	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		h.closeCore()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	h.ln = ln
+	return h, nil
+}
+
+// Addr is the address the hub listens on.
+func (h *Hub) Addr() net.Addr { return h.ln.Addr() }
+
+// URL is the hub's base URL on loopback, for local clients and tests.
+func (h *Hub) URL() string {
+	_, port, _ := net.SplitHostPort(h.ln.Addr().String())
+	return "http://127.0.0.1:" + port
+}
+
+// DeviceURL is the WebSocket URL devices on this machine connect to.
+func (h *Hub) DeviceURL() string {
+	_, port, _ := net.SplitHostPort(h.ln.Addr().String())
+	return "ws://127.0.0.1:" + port + "/xiaozhi/v1/"
+}
+
+// Run serves until ctx ends, then shuts down gracefully.
+func (h *Hub) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- h.http.Serve(h.ln) }()
+	h.log.Info("hub listening", "addr", h.ln.Addr().String(), "devices", h.DeviceURL(), "api", h.URL()+"/api/devices")
+	select {
+	case err := <-errc:
+		h.closeCore()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	return h.Close()
+}
+
+// Close stops serving and releases everything. Safe to call after Run.
+func (h *Hub) Close() error {
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := h.http.Shutdown(sctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	h.closeCore()
+	return err
+}
+
+func (h *Hub) closeCore() {
+	if h.devices != nil {
+		h.devices.Close()
+	}
+	h.Registry.Close()
+	if err := h.store.Close(); err != nil {
+		h.log.Error("closing store", "err", err)
+	}
+}
+
+// deviceAuth returns the policy for the device endpoint.
+func deviceAuth(cfg Config) func(*http.Request, session.Identity) error {
+	if cfg.DeviceAuth != "token" {
+		return nil
+	}
+	tokens := cfg.DeviceTokens
+	return func(_ *http.Request, id session.Identity) error {
+		if id.Token == "" {
+			return hub.Errorf(hub.EUNAUTHORIZED, "this hub requires a device token: send Authorization: Bearer <token>")
+		}
+		for _, t := range tokens {
+			if subtle.ConstantTimeCompare([]byte(t), []byte(id.Token)) == 1 {
+				return nil
+			}
+		}
+		return hub.Errorf(hub.EUNAUTHORIZED, "device token not accepted")
+	}
+}

@@ -1,0 +1,218 @@
+// Package session serves the device endpoint (GET /xiaozhi/v1/, WebSocket):
+// it checks who is connecting, answers the hello at once, runs the MCP
+// discovery or receives legacy IoT descriptors, and relays calls from the
+// registry to the device until the connection ends.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/mcpclient"
+	"github.com/xiaozhi-hub/hub/metrics"
+	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// Options configures the device endpoint. Registry is required.
+type Options struct {
+	Registry *registry.Registry
+	// Authorize decides whether a device may connect; nil admits every
+	// device. An error with code EUNAUTHORIZED becomes a 401 with its message.
+	Authorize func(r *http.Request, id Identity) error
+	Logger    *slog.Logger
+	Metrics   *metrics.Metrics
+
+	// HelloTimeout bounds the wait for the device's hello (default 10 s,
+	// the firmware's own wait for ours).
+	HelloTimeout time.Duration
+	// RequestTimeout bounds each discovery request (default 30 s).
+	RequestTimeout time.Duration
+	// MaxMessageBytes is the largest frame accepted (default 256 KiB; the
+	// firmware sends at most 64 KiB). Larger frames close the connection
+	// with status 1009.
+	MaxMessageBytes int64
+	// TextRate and AudioRate bound frames per second from one device, with
+	// bursts of 4× (defaults 100 and 200). A device over its limit is
+	// disconnected with status 1008 and a reason.
+	TextRate, AudioRate float64
+	// PingInterval is how long a connection may be silent before the hub
+	// pings it; a device that does not answer within PingTimeout is
+	// dropped (defaults 30 s and 15 s).
+	PingInterval, PingTimeout time.Duration
+	// OriginPatterns allows browser clients from other origins (see
+	// websocket.AcceptOptions). Devices send no Origin header.
+	OriginPatterns []string
+	// Vision is announced to devices in initialize (camera explain endpoint).
+	Vision *mcpclient.Vision
+	// DownlinkAudio is announced in the server hello.
+	DownlinkAudio protocol.AudioParams
+	// Version is the hub's version, sent as clientInfo.version.
+	Version string
+}
+
+// Server is the device endpoint. It is an http.Handler.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	m    *metrics.Metrics
+
+	ctx    context.Context // parent of every session; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // sessions, pingers and closers
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	closed   bool
+}
+
+// New returns the device endpoint. Call Close to end every session.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&opts.HelloTimeout, 10*time.Second)
+	def(&opts.RequestTimeout, 30*time.Second)
+	def(&opts.PingInterval, 30*time.Second)
+	def(&opts.PingTimeout, 15*time.Second)
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = 256 << 10
+	}
+	if opts.TextRate == 0 {
+		opts.TextRate = 100
+	}
+	if opts.AudioRate == 0 {
+		opts.AudioRate = 200
+	}
+	if opts.DownlinkAudio.Format == "" {
+		opts.DownlinkAudio = protocol.DefaultDownlinkAudio
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{opts: opts, log: opts.Logger, m: opts.Metrics, ctx: ctx, cancel: cancel, sessions: map[*session]struct{}{}}
+	s.wg.Add(1)
+	go s.keepalive()
+	return s
+}
+
+// ServeHTTP upgrades a device's request and hands the connection to a
+// session goroutine owned by the Server.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, err := ParseIdentity(r)
+	if err != nil {
+		s.m.Handshake("bad_request")
+		httpError(w, http.StatusBadRequest, err)
+		return
+	}
+	if s.opts.Authorize != nil {
+		if err := s.opts.Authorize(r, id); err != nil {
+			s.m.Handshake("unauthorized")
+			s.log.Warn("device refused", "device", id.DeviceID, "remote", r.RemoteAddr, "reason", hub.ErrorMessage(err))
+			status := http.StatusUnauthorized
+			if hub.ErrorCode(err) == hub.EINTERNAL {
+				status = http.StatusInternalServerError
+			}
+			httpError(w, status, err)
+			return
+		}
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
+	if err != nil {
+		s.m.Handshake("upgrade_failed")
+		s.log.Info("websocket upgrade failed", "device", id.DeviceID, "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	c.SetReadLimit(s.opts.MaxMessageBytes)
+	sess := newSession(s, c, id, r.RemoteAddr)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close(websocket.StatusGoingAway, "hub shutting down")
+		return
+	}
+	s.sessions[sess] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	// The session runs on its own goroutine so that net/http's per-request
+	// state is released now: it costs memory on every idle device.
+	go func() {
+		defer s.wg.Done()
+		sess.run(s.ctx)
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		s.mu.Unlock()
+	}()
+}
+
+// Close ends every session (their devices see the socket close) and waits
+// for all of the Server's goroutines.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// go runs f on a goroutine the Server waits for at Close.
+func (s *Server) goOwned(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// keepalive pings connections that have been silent for PingInterval and
+// drops those that do not answer: a device that lost power leaves a
+// half-open TCP connection behind, and only a ping finds it.
+func (s *Server) keepalive() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.PingInterval / 2)
+	defer t.Stop()
+	sem := make(chan struct{}, 256) // pings in flight
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			var idle []*session
+			for sess := range s.sessions {
+				if now.Sub(sess.lastActive()) >= s.opts.PingInterval {
+					idle = append(idle, sess)
+				}
+			}
+			s.mu.Unlock()
+			for _, sess := range idle {
+				select {
+				case sem <- struct{}{}:
+				case <-s.ctx.Done():
+					return
+				}
+				s.goOwned(func() {
+					defer func() { <-sem }()
+					sess.ping(s.ctx, s.opts.PingTimeout)
+				})
+			}
+		}
+	}
+}
+
+func httpError(w http.ResponseWriter, status int, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
+		"code": hub.ErrorCode(err), "message": hub.ErrorMessage(err),
+	}})
+}

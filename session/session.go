@@ -1,0 +1,262 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/mcpclient"
+	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// session is one device connection. run owns it: the read loop runs there,
+// and every other goroutine of the session (discovery, closers) is owned by
+// the Server and ends with the connection.
+type session struct {
+	srv    *Server
+	c      *websocket.Conn
+	id     Identity
+	remote string
+	sid    string // the session_id we give the device
+	log    *slog.Logger
+
+	version int // binary framing, from the hello or the header
+	hello   protocol.ClientHello
+	link    *registry.Link
+	client  *mcpclient.Client // nil for legacy IoT devices
+
+	ctx         context.Context    // the session's; ends with the connection
+	cancel      context.CancelFunc // ends the session
+	closeReason atomic.Pointer[string]
+	active      atomic.Int64 // unix nanos of the last frame from the device
+
+	listMu      sync.Mutex // guards listing and relist
+	listing     bool       // a discovery goroutine is running
+	relist      bool       // list again when it finishes
+	textBucket  bucket
+	audioBucket bucket
+	badFrames   int
+}
+
+func newSession(s *Server, c *websocket.Conn, id Identity, remote string) *session {
+	sess := &session{
+		srv: s, c: c, id: id, remote: remote, sid: newSessionID(),
+		log:         s.log.With("device", id.DeviceID),
+		textBucket:  newBucket(s.opts.TextRate, 4*s.opts.TextRate),
+		audioBucket: newBucket(s.opts.AudioRate, 4*s.opts.AudioRate),
+	}
+	sess.active.Store(time.Now().UnixNano())
+	return sess
+}
+
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:]) // no quotes or backslashes: the firmware does not escape it (§12.25)
+}
+
+// run serves the connection until it ends.
+func (s *session) run(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	s.ctx, s.cancel = ctx, cancel
+	defer cancel()
+	defer s.c.CloseNow()
+
+	if err := s.handshake(ctx); err != nil {
+		s.log.Info("handshake failed", "remote", s.remote, "err", err)
+		return
+	}
+	s.srv.m.Connected(1)
+	s.log.Info("device connected", "remote", s.remote, "mcp", s.hello.MCP, "protocolVersion", s.version, "session", s.sid)
+
+	err := s.readLoop(ctx)
+	reason := describeEnd(err)
+	if r := s.closeReason.Load(); r != nil {
+		reason = *r
+	}
+	// Fail calls in flight at once: the device is gone.
+	if s.client != nil {
+		s.client.Close(fmt.Errorf("the device disconnected (%s)", reason))
+	}
+	cancel()
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.link.Disconnect(dctx, reason)
+	dcancel()
+	s.srv.m.Connected(-1)
+	s.log.Info("device disconnected", "reason", reason)
+}
+
+// handshake waits for the device's hello and answers it at once, before
+// any slow work (§12.2), then registers the connection.
+func (s *session) handshake(ctx context.Context) error {
+	hctx, cancel := context.WithTimeout(ctx, s.srv.opts.HelloTimeout)
+	defer cancel()
+	for {
+		typ, data, err := s.c.Read(hctx)
+		if err != nil {
+			s.srv.m.Handshake("no_hello")
+			return fmt.Errorf("waiting for hello: %w", err)
+		}
+		s.touch()
+		s.srv.m.Message("in", typeName(typ, ""), len(data))
+		if typ != websocket.MessageText {
+			continue // audio before the hello: nothing to do with it yet
+		}
+		m, err := protocol.DecodeMessage(data)
+		if err != nil || m.Type != protocol.TypeHello {
+			s.srv.m.ProtocolError("before_hello")
+			continue
+		}
+		h, err := protocol.DecodeClientHello(data)
+		if err != nil {
+			s.srv.m.Handshake("bad_hello")
+			s.c.Close(websocket.StatusProtocolError, hub.Truncate([]byte(err.Error()), 120))
+			return err
+		}
+		s.hello = h
+		break
+	}
+	s.version = s.id.ProtocolVersion
+	if v := s.hello.Version; v >= 1 && v <= 3 {
+		s.version = v
+	}
+	if s.version == 0 {
+		s.version = 1
+	}
+	if err := s.write(ctx, protocol.ServerHello(s.sid, s.srv.opts.DownlinkAudio), "hello"); err != nil {
+		s.srv.m.Handshake("write_failed")
+		return fmt.Errorf("send hello: %w", err)
+	}
+	if s.hello.MCP {
+		s.client = mcpclient.New(s.sendMCP, mcpclient.Options{
+			Logger:         s.log,
+			OnNotification: s.onNotification,
+			Vision:         s.srv.opts.Vision,
+			ClientVersion:  s.srv.opts.Version,
+		})
+	}
+	link, err := s.srv.opts.Registry.Connect(ctx, registry.ConnectInfo{
+		DeviceID: s.id.DeviceID, ClientID: s.id.ClientID, ProtocolVersion: s.version,
+		Features: s.hello.Features, MCP: s.hello.MCP,
+	}, s)
+	s.link = link
+	if err != nil {
+		// The device is registered in memory; only persisting it failed.
+		s.log.Error("could not persist device", "err", err)
+	}
+	s.srv.m.Handshake("ok")
+	if s.client != nil {
+		s.startListing(time.Now(), true)
+	}
+	return nil
+}
+
+func (s *session) readLoop(ctx context.Context) error {
+	for {
+		typ, data, err := s.c.Read(ctx)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		s.active.Store(now.UnixNano())
+		if typ == websocket.MessageBinary {
+			s.srv.m.Message("in", "audio", len(data))
+			if !s.audioBucket.take(now) {
+				return s.refuse(websocket.StatusPolicyViolation, fmt.Sprintf("too many audio frames: the limit is %.0f per second", s.srv.opts.AudioRate))
+			}
+			if _, err := protocol.ParseAudioFrame(s.version, data); err != nil {
+				s.badInput("audio_frame", err)
+			}
+			continue // audio is counted and dropped for now
+		}
+		if !s.textBucket.take(now) {
+			s.srv.m.Message("in", "other", len(data))
+			return s.refuse(websocket.StatusPolicyViolation, fmt.Sprintf("too many messages: the limit is %.0f per second", s.srv.opts.TextRate))
+		}
+		s.handleText(ctx, data)
+	}
+}
+
+// refuse closes the connection with a reason the peer can read.
+func (s *session) refuse(code websocket.StatusCode, reason string) error {
+	s.srv.m.ProtocolError("rate_limited")
+	s.closeReason.Store(&reason)
+	s.log.Warn("disconnecting device", "reason", reason)
+	s.c.Close(code, reason)
+	return errors.New(reason)
+}
+
+// badInput records a malformed frame. The connection stays: one bad frame
+// from a device must not end its conversation. Only the first few per
+// connection become events, so a device cannot flood the event log.
+func (s *session) badInput(reason string, err error) {
+	s.srv.m.ProtocolError(reason)
+	s.badFrames++
+	if s.badFrames <= 10 || s.badFrames%100 == 0 {
+		s.log.Warn("bad input from device", "reason", reason, "err", err, "count", s.badFrames)
+		s.link.Event(hub.EventProtocolError, map[string]any{"reason": reason, "error": err.Error(), "count": s.badFrames})
+	}
+}
+
+func (s *session) touch()                { s.active.Store(time.Now().UnixNano()) }
+func (s *session) lastActive() time.Time { return time.Unix(0, s.active.Load()) }
+
+// ping checks a silent connection and drops it if the device does not answer.
+func (s *session) ping(ctx context.Context, timeout time.Duration) {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := s.c.Ping(pctx); err != nil {
+		if ctx.Err() == nil {
+			reason := "no answer to ping"
+			s.closeReason.Store(&reason)
+			s.c.CloseNow()
+		}
+		return
+	}
+	s.touch()
+}
+
+func (s *session) write(ctx context.Context, data []byte, typ string) error {
+	if err := s.c.Write(ctx, websocket.MessageText, data); err != nil {
+		return err
+	}
+	s.srv.m.Message("out", typ, len(data))
+	return nil
+}
+
+func (s *session) sendMCP(ctx context.Context, payload []byte) error {
+	return s.write(ctx, protocol.EncodeEnvelope(s.sid, payload), "mcp")
+}
+
+func describeEnd(err error) string {
+	switch status := websocket.CloseStatus(err); {
+	case status == -1 && errors.Is(err, context.Canceled):
+		return "closed by the hub"
+	case status == -1:
+		return "connection dropped" // what the firmware does: TCP close, no Close frame (§3.5)
+	case status == websocket.StatusMessageTooBig:
+		return "frame larger than the hub accepts"
+	default:
+		return fmt.Sprintf("closed by the device (%d)", status)
+	}
+}
+
+func typeName(t websocket.MessageType, typ string) string {
+	if t == websocket.MessageBinary {
+		return "audio"
+	}
+	switch typ {
+	case protocol.TypeHello, protocol.TypeMCP, protocol.TypeIoT, protocol.TypeListen, protocol.TypeAbort:
+		return typ
+	}
+	return "other"
+}
