@@ -205,6 +205,26 @@ func (r *Registry) UpdateDevice(ctx context.Context, id string, p hub.DevicePatc
 	if !ok {
 		return hub.Device{}, notFound(id)
 	}
+	return r.update(ctx, e, id, p)
+}
+
+// Register makes a device known before it first connects (to name it, or
+// to approve it), applying p; for a known device it is UpdateDevice.
+func (r *Registry) Register(ctx context.Context, id string, p hub.DevicePatch) (hub.Device, error) {
+	if err := validatePatch(p); err != nil {
+		return hub.Device{}, err
+	}
+	r.mu.Lock()
+	e, ok := r.devices[id]
+	if !ok {
+		e = &entry{dev: hub.Device{ID: id, FirstSeen: r.opts.Now(), Aliases: []string{}}, things: map[string]*hub.Thing{}}
+		r.devices[id] = e
+	}
+	r.mu.Unlock()
+	return r.update(ctx, e, id, p)
+}
+
+func (r *Registry) update(ctx context.Context, e *entry, id string, p hub.DevicePatch) (hub.Device, error) {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
 	r.mu.Lock()

@@ -40,6 +40,8 @@ type Hub struct {
 	ln       net.Listener
 	// Token is the admin API token in force.
 	Token string
+
+	stopDemo func() // set by StartDemo
 }
 
 // Open opens the data directory and the store, loads the registry and
@@ -133,6 +135,9 @@ func (h *Hub) Close() error {
 }
 
 func (h *Hub) closeCore() {
+	if h.stopDemo != nil {
+		h.stopDemo()
+	}
 	if h.devices != nil {
 		h.devices.Close()
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -60,7 +61,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	if cfg.Demo > 0 {
-		if err := startDemo(ctx, h, cfg.Demo, log); err != nil {
+		if err := startDemo(ctx, h, cfg, log); err != nil {
 			log.Error("cannot start demo devices", "err", err)
 		}
 	}
@@ -81,4 +82,17 @@ func newLogger(cfg server.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func startDemo(ctx context.Context, h *server.Hub, cfg server.Config, log *slog.Logger) error {
+	if err := h.StartDemo(ctx, cfg.Demo); err != nil {
+		return err
+	}
+	tok := "$(cat " + filepath.Join(cfg.DataDir, server.TokenFile) + ")"
+	if cfg.APIToken != "" {
+		tok = "<your --api-token>"
+	}
+	log.Info("demo devices are connecting; list them with",
+		"command", fmt.Sprintf("curl -H \"Authorization: Bearer %s\" %s/api/devices", tok, h.URL()))
+	return nil
 }

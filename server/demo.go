@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/sim"
+)
+
+// StartDemo runs n simulated devices in-process against this hub, so that a
+// newcomer sees devices, tools and IoT things with no hardware. They take
+// turns through sim.DemoProfiles (an MCP lamp, an MCP speaker, a legacy 1.7
+// IoT device) and get that profile's name and room unless a person already
+// named them. They stop when ctx ends or the hub closes.
+func (h *Hub) StartDemo(ctx context.Context, n int) error {
+	if h.cfg.DeviceAuth != "open" && len(h.cfg.DeviceTokens) == 0 {
+		return fmt.Errorf("demo devices need device-auth open or a device token")
+	}
+	token := ""
+	if len(h.cfg.DeviceTokens) > 0 {
+		token = h.cfg.DeviceTokens[0]
+	}
+	fleet, err := sim.NewFleet(sim.FleetConfig{
+		Base:     sim.Config{URL: h.DeviceURL(), Token: token, Logger: h.log.With("component", "demo")},
+		Count:    n,
+		IDPrefix: "de:00:00",
+		Profiles: sim.DemoProfiles,
+	})
+	if err != nil {
+		return err
+	}
+	// Label the devices before they connect, so the first listing shows names.
+	for _, d := range fleet.Devices {
+		if err := h.labelDemo(ctx, d); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { fleet.Run(ctx) })
+	h.stopDemo = func() { cancel(); wg.Wait() }
+	h.log.Info("demo devices started", "count", n)
+	return nil
+}
+
+func (h *Hub) labelDemo(ctx context.Context, d *sim.Device) error {
+	cfg := d.Config()
+	if dev, err := h.Registry.Device(cfg.DeviceID); err == nil && (dev.Name != "" || dev.Room != "") {
+		return nil
+	}
+	name, room := cfg.Name, cfg.Room
+	_, err := h.Registry.Register(ctx, cfg.DeviceID, hub.DevicePatch{Name: &name, Room: &room})
+	return err
+}

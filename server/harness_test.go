@@ -1,0 +1,166 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/sim"
+)
+
+// testHub is a real hub on a loopback port with its data in a temp dir.
+type testHub struct {
+	*server.Hub
+	t    *testing.T
+	dir  string
+	stop func()
+}
+
+// startHub runs a hub with cfg adjusted by edit, and stops it at cleanup.
+func startHub(t *testing.T, dir string, edit func(*server.Config)) *testHub {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	cfg.DataDir = dir
+	cfg.APIToken = "test-token-0123456789"
+	if edit != nil {
+		edit(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h, err := server.Open(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("open hub: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	th := &testHub{Hub: h, t: t, dir: dir}
+	var stopped bool
+	th.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("hub stopped with %v", err)
+		}
+	}
+	t.Cleanup(th.stop)
+	return th
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// call makes an API request with the admin token and decodes the JSON reply.
+func (h *testHub) call(method, path string, body any) (int, map[string]any) {
+	h.t.Helper()
+	return h.callWith(h.Token, method, path, body)
+}
+
+func (h *testHub) callWith(token, method, path string, body any) (int, map[string]any) {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, h.URL()+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	data, _ := io.ReadAll(res.Body)
+	if len(data) > 0 && json.Unmarshal(data, &out) != nil {
+		out = map[string]any{"raw": string(data)}
+	}
+	return res.StatusCode, out
+}
+
+// device starts a simulated device against the hub; it is closed at cleanup.
+func (h *testHub) device(cfg sim.Config) *sim.Device {
+	h.t.Helper()
+	cfg.URL = h.DeviceURL()
+	d := sim.New(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Connect(ctx); err != nil {
+		h.t.Fatalf("device %s connect: %v", cfg.DeviceID, err)
+	}
+	h.t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readyTools waits until the device's tool list is cached and fresh.
+func (h *testHub) readyTools(id string) []any {
+	h.t.Helper()
+	var tools []any
+	waitFor(h.t, "tools of "+id, func() bool {
+		st, body := h.call("GET", "/api/devices/"+id+"/tools", nil)
+		if st != 200 {
+			return false
+		}
+		tools, _ = body["tools"].([]any)
+		return body["stale"] == false && len(tools) > 0
+	})
+	return tools
+}
+
+func toolNames(tools []any) []string {
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.(map[string]any)["name"].(string))
+	}
+	return names
+}
+
+func errCode(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func errMessage(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
