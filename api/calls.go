@@ -1,0 +1,152 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// maxTimeoutMs is the longest call timeout a request may ask for (the
+// firmware's own limit). The registry may enforce a lower one.
+const maxTimeoutMs = 300_000
+
+// maxLimit caps ?limit= on the history endpoints.
+const maxLimit = 10_000
+
+var callSpec = bodySpec{
+	kinds: fieldKinds{"arguments": "a JSON object", "timeoutMs": "a positive integer (milliseconds)"},
+	shape: `{"arguments":{"volume":50},"timeoutMs":10000}`,
+}
+
+// callTool runs a tool on a device: body {"arguments":{…},"timeoutMs":N},
+// both optional (an empty body calls the tool with no arguments and the
+// default timeout). It answers 200 {"content":…,"isError":bool} with what the
+// device returned; isError true is the tool's own failure, reported by the
+// device. Hub-side failures are error responses: 422 when the arguments do
+// not match the tool's inputSchema (the device is not contacted), 404, 409
+// offline, 502 device error or disconnect, 504 timeout.
+func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Arguments json.RawMessage `json:"arguments"`
+		TimeoutMs *int64          `json:"timeoutMs"`
+	}
+	if err := decodeBody(w, r, &body, callSpec, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	args := bytes.TrimSpace(body.Arguments)
+	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
+		s.fail(w, r, hub.Errorf(hub.EINVALID, "arguments must be a JSON object, not %s", jsonKind(args)))
+		return
+	}
+	var timeout time.Duration
+	if body.TimeoutMs != nil {
+		ms := *body.TimeoutMs
+		if ms <= 0 || ms > maxTimeoutMs {
+			s.fail(w, r, hub.Errorf(hub.EINVALID, "timeoutMs must be between 1 and %d (5 minutes), not %d", maxTimeoutMs, ms))
+			return
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	res, err := s.reg.CallTool(r.Context(), registry.CallRequest{
+		DeviceID:  r.PathValue("id"),
+		Tool:      r.PathValue("tool"),
+		Arguments: args,
+		Timeout:   timeout,
+		Caller:    "api",
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(res.Content) == 0 {
+		res.Content = json.RawMessage("[]")
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// listCalls answers {"calls":[…]}, newest first; ?device= keeps one
+// device's calls, ?limit= caps how many.
+func (s *Server) listCalls(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f := hub.CallFilter{DeviceID: q.Get("device"), Limit: limit}
+	if f.DeviceID != "" {
+		if _, err := s.reg.Device(f.DeviceID); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	calls, err := s.reg.Calls(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if calls == nil {
+		calls = []hub.CallRecord{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Calls []hub.CallRecord `json:"calls"`
+	}{calls})
+}
+
+// deviceEvents answers {"events":[…]}: the recorded events of one device,
+// newest first.
+func (s *Server) deviceEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.reg.Device(id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	events, err := s.reg.Events(r.Context(), id, limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if events == nil {
+		events = []hub.Event{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Events []hub.Event `json:"events"`
+	}{events})
+}
+
+// parseLimit reads ?limit=; empty means 0, the store's default.
+func parseLimit(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, hub.Errorf(hub.EBADREQUEST, "limit must be a whole number from 1 to %d, not %q", maxLimit, v)
+	}
+	return n, nil
+}
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(v []byte) string {
+	switch v[0] {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}

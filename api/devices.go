@@ -1,0 +1,167 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+// listDevices answers {"devices":[…]}, sorted by room, name and id.
+// ?online=true|false keeps devices by connection state; ?room= keeps those in
+// a room (case-insensitive; an empty value selects devices with no room).
+func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var online *bool
+	if v := q.Get("online"); q.Has("online") {
+		b, err := parseBool("online", v)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		online = &b
+	}
+	room, byRoom := strings.TrimSpace(q.Get("room")), q.Has("room")
+
+	all := s.reg.Devices()
+	out := make([]hub.Device, 0, len(all))
+	for _, d := range all {
+		if online != nil && d.Online != *online {
+			continue
+		}
+		if byRoom && !strings.EqualFold(d.Room, room) {
+			continue
+		}
+		out = append(out, d)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Devices []hub.Device `json:"devices"`
+	}{out})
+}
+
+func (s *Server) getDevice(w http.ResponseWriter, r *http.Request) {
+	d, err := s.reg.Device(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+var patchSpec = bodySpec{
+	kinds: fieldKinds{"name": "a string", "room": "a string", "aliases": "an array of strings"},
+	shape: `{"name":"Desk lamp","room":"Study","aliases":["lamp"]}`,
+}
+
+// patchDevice applies {"name","room","aliases"}; absent or null fields are
+// left alone. It answers the updated device.
+func (s *Server) patchDevice(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var p hub.DevicePatch
+	if err := decodeBody(w, r, &p, patchSpec, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := s.reg.UpdateDevice(r.Context(), id, p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) deleteDevice(w http.ResponseWriter, r *http.Request) {
+	if err := s.reg.DeleteDevice(r.Context(), r.PathValue("id")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// listTools answers {"tools":[…],"stale":bool}. stale means the device
+// reconnected and its list is being fetched again. ?audience=agent leaves
+// out user-only tools (reboot, upgrade, …), as an AI agent would see them.
+func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
+	audience := r.URL.Query().Get("audience")
+	if audience != "" && audience != "agent" && audience != "user" {
+		s.fail(w, r, hub.Errorf(hub.EBADREQUEST, "audience must be \"agent\" or \"user\", not %q", audience))
+		return
+	}
+	tools, stale, err := s.reg.Tools(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]hub.Tool, 0, len(tools))
+	for _, t := range tools {
+		if audience == "agent" && t.UserOnly {
+			continue
+		}
+		out = append(out, t)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Tools []hub.Tool `json:"tools"`
+		Stale bool       `json:"stale"`
+	}{out, stale})
+}
+
+// listThings answers {"things":[…]}: the legacy IoT things of a device with
+// their last reported state.
+func (s *Server) listThings(w http.ResponseWriter, r *http.Request) {
+	things, err := s.reg.Things(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if things == nil {
+		things = []hub.Thing{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Things []hub.Thing `json:"things"`
+	}{things})
+}
+
+var commandsSpec = bodySpec{
+	kinds: fieldKinds{"commands": "an array of commands"},
+	shape: `{"commands":[{"name":"Lamp","method":"TurnOn","parameters":{}}]}`,
+}
+
+// sendCommands sends legacy IoT commands and answers 202: legacy devices
+// never acknowledge them, so success means only that they were sent.
+func (s *Server) sendCommands(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body struct {
+		Commands []hub.IoTCommand `json:"commands"`
+	}
+	if err := decodeBody(w, r, &body, commandsSpec, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(body.Commands) == 0 {
+		s.fail(w, r, hub.Errorf(hub.EINVALID, "commands is empty: send at least one, as in %s", commandsSpec.shape))
+		return
+	}
+	if err := s.reg.SendIoTCommands(r.Context(), id, body.Commands, "api"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, struct {
+		Sent int    `json:"sent"`
+		Note string `json:"note"`
+	}{
+		Sent: len(body.Commands),
+		Note: fmt.Sprintf("legacy devices do not acknowledge commands; watch GET /api/devices/%s/iot or /api/events for the new state", url.PathEscape(id)),
+	})
+}
+
+func parseBool(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no":
+		return false, nil
+	}
+	return false, hub.Errorf(hub.EBADREQUEST, "%s must be true or false, not %q", name, v)
+}
