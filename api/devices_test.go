@@ -131,7 +131,7 @@ func TestPatchDevice(t *testing.T) {
 		{"not an object", `["name"]`, 400, "bad_request", []string{"object"}},
 		{"two objects", `{"name":"a"}{"name":"b"}`, 400, "bad_request", []string{"single"}},
 		{"empty body", ``, 400, "bad_request", []string{"empty"}},
-		{"name too long", `{"name":"` + strings.Repeat("n", 129) + `"}`, 422, "invalid_argument", []string{"name", "128"}},
+		{"name too long", `{"name":"` + strings.Repeat("灯", 65) + `"}`, 422, "invalid_argument", []string{"name", "64 characters"}},
 		{"room on two lines", `{"room":"a\nb"}`, 422, "invalid_argument", []string{"room"}},
 	}
 	for _, c := range cases {

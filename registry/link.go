@@ -79,20 +79,31 @@ func (r *Registry) Connect(ctx context.Context, info ConnectInfo, c Conn) (*Link
 // connection, or a delete, makes an old link's reports moot).
 func (l *Link) liveLocked() bool { return l.e.link == l && l.r.devices[l.id] == l.e }
 
-func (l *Link) saveDevice(ctx context.Context) error {
+// write runs one store write for the device, serialised with its other
+// writes, and not at all once the device has been deleted (so that a late
+// write cannot bring a deleted device back).
+func (l *Link) write(op func() error) error {
 	l.e.saveMu.Lock()
 	defer l.e.saveMu.Unlock()
 	l.r.mu.RLock()
-	d := l.e.dev
 	gone := l.r.devices[l.id] != l.e
 	l.r.mu.RUnlock()
 	if gone {
-		return nil // deleted meanwhile; do not resurrect it
+		return nil
 	}
-	if err := l.r.store.SaveDevice(ctx, d); err != nil {
-		return fmt.Errorf("save device %s: %w", l.id, err)
-	}
-	return nil
+	return op()
+}
+
+func (l *Link) saveDevice(ctx context.Context) error {
+	return l.write(func() error {
+		l.r.mu.RLock()
+		d := l.e.dev // the newest state, taken under saveMu
+		l.r.mu.RUnlock()
+		if err := l.r.store.SaveDevice(ctx, d); err != nil {
+			return fmt.Errorf("save device %s: %w", l.id, err)
+		}
+		return nil
+	})
 }
 
 // SetServerInfo records the board and firmware from the initialize reply.
@@ -129,7 +140,7 @@ func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, 
 		return hub.ToolChange{}, nil
 	}
 	change := diffTools(old, tools)
-	if err := r.store.SaveTools(ctx, l.id, hash, tools); err != nil {
+	if err := l.write(func() error { return r.store.SaveTools(ctx, l.id, hash, tools) }); err != nil {
 		return change, fmt.Errorf("save tools of %s: %w", l.id, err)
 	}
 	r.publish(hub.EventToolsChanged, l.id, struct {
@@ -160,7 +171,7 @@ func (l *Link) DescribeThings(ctx context.Context, descs []hub.Thing) error {
 	r.mu.Unlock()
 	var errs []error
 	for _, t := range saved {
-		if err := r.store.SaveThing(ctx, l.id, t); err != nil {
+		if err := l.write(func() error { return r.store.SaveThing(ctx, l.id, t) }); err != nil {
 			errs = append(errs, fmt.Errorf("save thing %s of %s: %w", t.Name, l.id, err))
 		}
 		r.publish(hub.EventIoTChanged, l.id, map[string]any{"thing": t.Name, "descriptor": true})
@@ -199,7 +210,7 @@ func (l *Link) ReportStates(ctx context.Context, states []ThingState) error {
 	r.mu.Unlock()
 	var errs []error
 	for _, c := range out {
-		if err := r.store.SaveThing(ctx, l.id, c.thing); err != nil {
+		if err := l.write(func() error { return r.store.SaveThing(ctx, l.id, c.thing) }); err != nil {
 			errs = append(errs, fmt.Errorf("save state of %s.%s: %w", l.id, c.thing.Name, err))
 		}
 		changes := map[string]json.RawMessage{}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/iot"
@@ -130,6 +132,11 @@ func (r *Registry) Close() {
 	r.bus.close()
 }
 
+// EndSubscriptions closes every event subscription (ending SSE streams, so
+// that an HTTP server shutdown need not wait for them). New subscriptions
+// get a closed channel.
+func (r *Registry) EndSubscriptions() { r.bus.close() }
+
 // Devices returns every known device, sorted by room, name and id.
 func (r *Registry) Devices() []hub.Device {
 	r.mu.RLock()
@@ -221,53 +228,86 @@ func (r *Registry) Register(ctx context.Context, id string, p hub.DevicePatch) (
 		r.devices[id] = e
 	}
 	r.mu.Unlock()
-	return r.update(ctx, e, id, p)
+	if !ok && p == (hub.DevicePatch{}) {
+		p.Name = new(string) // write the new device even with nothing to change
+	}
+	d, err := r.update(ctx, e, id, p)
+	if err != nil && !ok {
+		r.mu.Lock()
+		if r.devices[id] == e && e.link == nil {
+			delete(r.devices, id)
+		}
+		r.mu.Unlock()
+	}
+	return d, err
 }
 
 func (r *Registry) update(ctx context.Context, e *entry, id string, p hub.DevicePatch) (hub.Device, error) {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
-	r.mu.Lock()
-	if p.Name != nil {
-		e.dev.Name = strings.TrimSpace(*p.Name)
-	}
-	if p.Room != nil {
-		e.dev.Room = strings.TrimSpace(*p.Room)
-	}
-	if p.Aliases != nil {
-		e.dev.Aliases = cleanAliases(*p.Aliases)
-	}
+	r.mu.RLock()
 	d := e.dev
-	view := r.viewLocked(e)
-	r.mu.Unlock()
+	r.mu.RUnlock()
+	if p == (hub.DevicePatch{}) {
+		r.mu.RLock()
+		defer r.mu.RUnlock()
+		return r.viewLocked(e), nil
+	}
+	applyPatch(&d, p)
+	// Durable first: a failed write must not leave memory saying otherwise.
 	if err := r.store.SaveDevice(ctx, d); err != nil {
 		return hub.Device{}, fmt.Errorf("save device %s: %w", id, err)
 	}
+	r.mu.Lock()
+	applyPatch(&e.dev, p)
+	view := r.viewLocked(e)
+	r.mu.Unlock()
 	r.publish(hub.EventDeviceUpdated, id, view)
 	return view, nil
+}
+
+func applyPatch(d *hub.Device, p hub.DevicePatch) {
+	if p.Name != nil {
+		d.Name = strings.TrimSpace(*p.Name)
+	}
+	if p.Room != nil {
+		d.Room = strings.TrimSpace(*p.Room)
+	}
+	if p.Aliases != nil {
+		d.Aliases = cleanAliases(*p.Aliases)
+	}
 }
 
 // DeleteDevice forgets a device and everything cached for it. A connected
 // device is disconnected; it will be registered afresh if it comes back.
 func (r *Registry) DeleteDevice(ctx context.Context, id string) error {
-	r.mu.Lock()
+	r.mu.RLock()
 	e, ok := r.devices[id]
+	r.mu.RUnlock()
 	if !ok {
-		r.mu.Unlock()
 		return notFound(id)
 	}
-	delete(r.devices, id)
+	// Holding saveMu keeps this device's other writes out until it is gone
+	// from memory too; they check membership and are dropped after that.
+	e.saveMu.Lock()
+	if err := r.store.DeleteDevice(ctx, id); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+		e.saveMu.Unlock()
+		return fmt.Errorf("delete device %s: %w", id, err)
+	}
+	r.mu.Lock()
+	if r.devices[id] == e {
+		delete(r.devices, id)
+	}
+	r.releaseLocked(e.tools)
 	link := e.link
 	if link != nil {
 		e.link = nil
 		r.online--
 	}
 	r.mu.Unlock()
+	e.saveMu.Unlock()
 	if link != nil {
 		link.conn.Close("device deleted from the hub")
-	}
-	if err := r.store.DeleteDevice(ctx, id); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
-		return fmt.Errorf("delete device %s: %w", id, err)
 	}
 	r.publish(hub.EventDeviceDeleted, id, nil)
 	return nil
@@ -317,13 +357,13 @@ func notFound(id string) error {
 }
 
 func validatePatch(p hub.DevicePatch) error {
-	const maxLen = 128
+	const maxLen = 64
 	check := func(field, v string) error {
-		if len(v) > maxLen {
-			return hub.Errorf(hub.EINVALID, "%s is longer than %d bytes", field, maxLen)
+		if utf8.RuneCountInString(v) > maxLen {
+			return hub.Errorf(hub.EINVALID, "%s is longer than %d characters", field, maxLen)
 		}
-		if strings.ContainsAny(v, "\x00\r\n") {
-			return hub.Errorf(hub.EINVALID, "%s must be one line of text", field)
+		if !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl) {
+			return hub.Errorf(hub.EINVALID, "%s must be one line of text without control characters", field)
 		}
 		return nil
 	}

@@ -126,6 +126,7 @@ func (h *Hub) Run(ctx context.Context) error {
 func (h *Hub) Close() error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	h.Registry.EndSubscriptions() // event streams would hold Shutdown open
 	err := h.http.Shutdown(sctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
