@@ -200,8 +200,8 @@ func (h *testHub) connect(id string, tools ...hub.Tool) (*registry.Link, *fakeCo
 	h.t.Helper()
 	ctx := context.Background()
 	c := &fakeConn{answers: map[string]answer{}}
-	l, err := h.reg.Connect(ctx, registry.ConnectInfo{DeviceID: id, ClientID: "client-" + id, ProtocolVersion: 1, MCP: true}, c)
-	if err != nil {
+	l := h.reg.Connect(registry.ConnectInfo{DeviceID: id, ClientID: "client-" + id, ProtocolVersion: 1, MCP: true}, c)
+	if err := l.Save(ctx); err != nil {
 		h.t.Fatalf("connect %s: %v", id, err)
 	}
 	if tools != nil {

@@ -38,11 +38,13 @@ type Link struct {
 	conn Conn
 }
 
-// Connect registers a live connection for a device that completed its
-// hello, creating the device if it is new. An earlier connection of the same
-// device is closed: a device has one live connection. If the device has a
-// cached tool list it is served at once, marked stale until SetTools.
-func (r *Registry) Connect(ctx context.Context, info ConnectInfo, c Conn) (*Link, error) {
+// Connect registers a live connection for a device that sent its hello,
+// creating the device if it is new. It does no I/O, so the session can call
+// it before answering the hello (the firmware waits only 10 s); Save
+// persists the device afterwards. An earlier connection of the same device
+// is closed: a device has one live connection. A cached tool list is served
+// at once, marked stale until SetTools.
+func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	now := r.opts.Now()
 	r.mu.Lock()
 	e, ok := r.devices[info.DeviceID]
@@ -68,12 +70,12 @@ func (r *Registry) Connect(ctx context.Context, info ConnectInfo, c Conn) (*Link
 	if old != nil {
 		old.conn.Close("replaced by a newer connection from the same device")
 	}
-	if err := l.saveDevice(ctx); err != nil {
-		return l, err
-	}
 	r.publish(hub.EventOnline, info.DeviceID, view)
-	return l, nil
+	return l
 }
+
+// Save persists the device's identity and connection metadata.
+func (l *Link) Save(ctx context.Context) error { return l.saveDevice(ctx) }
 
 // live reports whether l is still the device's current connection (a newer
 // connection, or a delete, makes an old link's reports moot).

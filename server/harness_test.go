@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -163,4 +164,13 @@ func errMessage(body map[string]any) string {
 	e, _ := body["error"].(map[string]any)
 	m, _ := e["message"].(string)
 	return m
+}
+
+// waitEvent waits until a recorded event of the device mentions text.
+func (h *testHub) waitEvent(id, text string) {
+	h.t.Helper()
+	waitFor(h.t, "an event mentioning "+text, func() bool {
+		_, evs := h.call("GET", "/api/devices/"+id+"/events?limit=100", nil)
+		return strings.Contains(fmt.Sprint(evs), text)
+	})
 }

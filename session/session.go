@@ -73,6 +73,11 @@ func (s *session) run(parent context.Context) {
 
 	if err := s.handshake(ctx); err != nil {
 		s.log.Info("handshake failed", "remote", s.remote, "err", err)
+		if s.link != nil {
+			dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.link.Disconnect(dctx, "handshake failed")
+			dcancel()
+		}
 		return
 	}
 	s.srv.m.Connected(1)
@@ -132,10 +137,6 @@ func (s *session) handshake(ctx context.Context) error {
 	if s.version == 0 {
 		s.version = 1
 	}
-	if err := s.write(ctx, protocol.ServerHello(s.sid, s.srv.opts.DownlinkAudio), "hello"); err != nil {
-		s.srv.m.Handshake("write_failed")
-		return fmt.Errorf("send hello: %w", err)
-	}
 	if s.hello.MCP {
 		s.client = mcpclient.New(s.sendMCP, mcpclient.Options{
 			Logger:         s.log,
@@ -144,13 +145,18 @@ func (s *session) handshake(ctx context.Context) error {
 			ClientVersion:  s.srv.opts.Version,
 		})
 	}
-	link, err := s.srv.opts.Registry.Connect(ctx, registry.ConnectInfo{
+	// Registered (in memory) before the hello reply, so that once the
+	// device has its hello the API already shows it online.
+	s.link = s.srv.opts.Registry.Connect(registry.ConnectInfo{
 		DeviceID: s.id.DeviceID, ClientID: s.id.ClientID, ProtocolVersion: s.version,
 		Features: s.hello.Features, MCP: s.hello.MCP,
 	}, s)
-	s.link = link
-	if err != nil {
-		// The device is registered in memory; only persisting it failed.
+	if err := s.write(ctx, protocol.ServerHello(s.sid, s.srv.opts.DownlinkAudio), "hello"); err != nil {
+		s.srv.m.Handshake("write_failed")
+		return fmt.Errorf("send hello: %w", err)
+	}
+	if err := s.link.Save(ctx); err != nil {
+		// The device is served from memory; only persisting it failed.
 		s.log.Error("could not persist device", "err", err)
 	}
 	s.srv.m.Handshake("ok")
