@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/sim"
 )
@@ -76,17 +78,23 @@ func (h *testHub) call(method, path string, body any) (int, map[string]any) {
 
 func (h *testHub) callWith(token, method, path string, body any) (int, map[string]any) {
 	h.t.Helper()
+	return callURL(h.t, token, method, h.URL()+path, body)
+}
+
+// callURL makes an HTTP request and decodes the JSON reply.
+func callURL(t *testing.T, token, method, url string, body ...any) (int, map[string]any) {
+	t.Helper()
 	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
+	if len(body) > 0 && body[0] != nil {
+		b, err := json.Marshal(body[0])
 		if err != nil {
-			h.t.Fatal(err)
+			t.Fatal(err)
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, h.URL()+path, rd)
+	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -94,7 +102,7 @@ func (h *testHub) callWith(token, method, path string, body any) (int, map[strin
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer res.Body.Close()
 	var out map[string]any
@@ -174,3 +182,5 @@ func (h *testHub) waitEvent(id, text string) {
 		return strings.Contains(fmt.Sprint(evs), text)
 	})
 }
+
+func asCloseError(err error, ce *websocket.CloseError) bool { return errors.As(err, ce) }

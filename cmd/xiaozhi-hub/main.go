@@ -1,7 +1,6 @@
 // Command xiaozhi-hub runs the hub (the default), or talks to a running one.
 //
 //	xiaozhi-hub [flags]          serve (see --help for every setting)
-//	xiaozhi-hub chat "…"         ask the hub's agent (see chat --help)
 //	xiaozhi-hub version
 package main
 
@@ -32,13 +31,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "serve":
 			return serve(ctx, args[1:], stderr)
-		case "chat":
-			return runChat(ctx, args[1:], stdout, stderr)
 		case "version":
 			fmt.Fprintln(stdout, server.Version)
 			return 0
 		default:
-			fmt.Fprintf(stderr, "unknown command %q: use serve (the default), chat or version\n", args[0])
+			fmt.Fprintf(stderr, "unknown command %q: use serve (the default) or version\n", args[0])
 			return 2
 		}
 	}

@@ -1,0 +1,32 @@
+package store
+
+import "context"
+
+// WithBeforeBatch returns o with a hook the writer goroutine runs after it
+// has taken the first operation of a batch, before draining the queue.
+func WithBeforeBatch(o Options, f func()) Options {
+	o.beforeBatch = f
+	return o
+}
+
+// QueueLen is the number of write operations waiting for the writer.
+func (s *Store) QueueLen() int { return len(s.ops) }
+
+// Stats counts the writer's transactions.
+type Stats struct {
+	Batches int64 // transactions started for batches
+	Retries int64 // batches that failed and were retried op by op
+	Largest int64 // most operations in one batch
+}
+
+func (s *Store) Stats() Stats {
+	return Stats{Batches: s.batches.Load(), Retries: s.retries.Load(), Largest: s.largest.Load()}
+}
+
+// ExecInBatch runs query as one write operation, batched like the others.
+func (s *Store) ExecInBatch(ctx context.Context, query string, args ...any) error {
+	return s.write(ctx, func(w *wtx) error {
+		_, err := w.exec(query, args...)
+		return err
+	})
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+// AddCall appends c (its ID is ignored) and returns the new record's id. Ids
+// increase and are never reused. Each insert also deletes the records that
+// fall out of the newest MaxCalls (one row in the steady state, found by
+// primary key), so the bound is exact.
+func (s *Store) AddCall(ctx context.Context, c hub.CallRecord) (int64, error) {
+	started, err := timeArg(c.Started)
+	if err != nil {
+		return 0, fmt.Errorf("add call to %s: %w", c.DeviceID, err)
+	}
+	var id int64
+	err = s.write(ctx, func(w *wtx) error {
+		res, err := w.exec(`INSERT INTO calls (device_id, kind, tool, caller, arguments, result,
+			outcome, started, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		return prune(w, `DELETE FROM calls WHERE id <= ?`, id, s.opts.MaxCalls)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("add call to %s: %w", c.DeviceID, err)
+	}
+	return id, nil
+}
+
+// prune deletes the rows older than the newest keep, given the newest id.
+func prune(w *wtx, query string, newest int64, keep int) error {
+	if cut := newest - int64(keep); cut > 0 {
+		_, err := w.exec(query, cut)
+		return err
+	}
+	return nil
+}
+
+// Calls returns call records newest first, for one device if f.DeviceID is
+// set; at most f.Limit (default 100, at most 1000).
+func (s *Store) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error) {
+	q := `SELECT id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms FROM calls`
+	args := []any{}
+	if f.DeviceID != "" {
+		q += ` WHERE device_id = ?`
+		args = append(args, f.DeviceID)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit(f.Limit))
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
+	}
+	defer rows.Close()
+	calls := []hub.CallRecord{}
+	for rows.Next() {
+		var c hub.CallRecord
+		var started sql.NullInt64
+		if err := rows.Scan(&c.ID, &c.DeviceID, &c.Kind, &c.Tool, &c.Caller, &c.Arguments,
+			&c.Result, &c.Outcome, &started, &c.DurationMs); err != nil {
+			return nil, fmt.Errorf("list calls: %w", err)
+		}
+		c.Started = timeCol(started)
+		calls = append(calls, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
+	}
+	return calls, nil
+}
+
+// AddEvent appends e, keeping the newest MaxEvents. e.Data is stored as
+// JSON; Events returns it as json.RawMessage, which encodes identically.
+func (s *Store) AddEvent(ctx context.Context, e hub.Event) error {
+	at, err := timeArg(e.Time)
+	if err != nil {
+		return fmt.Errorf("add %s event: %w", e.Type, err)
+	}
+	var data any // NULL when there is none
+	if e.Data != nil {
+		js, err := json.Marshal(e.Data)
+		if err != nil {
+			return fmt.Errorf("add %s event: data: %w", e.Type, err)
+		}
+		if string(js) != "null" {
+			data = string(js)
+		}
+	}
+	err = s.write(ctx, func(w *wtx) error {
+		res, err := w.exec(`INSERT INTO events (type, device_id, time, data) VALUES (?, ?, ?, ?)`,
+			e.Type, e.DeviceID, at, data)
+		if err != nil {
+			return err
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		return prune(w, `DELETE FROM events WHERE id <= ?`, id, s.opts.MaxEvents)
+	})
+	if err != nil {
+		return fmt.Errorf("add %s event: %w", e.Type, err)
+	}
+	return nil
+}
+
+// Events returns the newest events first, for one device if deviceID is
+// set; at most limit (default 100, at most 1000).
+func (s *Store) Events(ctx context.Context, deviceID string, n int) ([]hub.Event, error) {
+	q := `SELECT type, device_id, time, data FROM events`
+	args := []any{}
+	if deviceID != "" {
+		q += ` WHERE device_id = ?`
+		args = append(args, deviceID)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit(n))
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	events := []hub.Event{}
+	for rows.Next() {
+		var e hub.Event
+		var at sql.NullInt64
+		var data sql.NullString
+		if err := rows.Scan(&e.Type, &e.DeviceID, &at, &data); err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+		e.Time = timeCol(at)
+		if data.Valid {
+			e.Data = json.RawMessage(data.String)
+		}
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return events, nil
+}

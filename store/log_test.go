@@ -1,0 +1,154 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/store"
+)
+
+func TestCallsRoundTripAndPruning(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, tempDB(t), store.Options{MaxCalls: 10})
+	start := time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.Local)
+	var ids []int64
+	for i := range 25 {
+		c := hub.CallRecord{
+			ID: 999, DeviceID: fmt.Sprintf("d%d", i%2), Kind: "mcp", Tool: "self.reboot",
+			Caller: "api", Arguments: `{"a":1}`, Result: `{"content":[]}`, Outcome: hub.OutcomeOK,
+			Started: start.Add(time.Duration(i) * time.Second), DurationMs: 12.5,
+		}
+		id, err := s.AddCall(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) > 0 && id <= ids[len(ids)-1] {
+			t.Fatalf("id %d after %d", id, ids[len(ids)-1])
+		}
+		ids = append(ids, id)
+	}
+	all, err := s.Calls(ctx, hub.CallFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 10 {
+		t.Fatalf("kept %d calls, want 10", len(all))
+	}
+	for i, c := range all {
+		if c.ID != ids[24-i] {
+			t.Fatalf("calls[%d].ID = %d, want %d (newest first)", i, c.ID, ids[24-i])
+		}
+	}
+	want := hub.CallRecord{ID: ids[24], DeviceID: "d0", Kind: "mcp", Tool: "self.reboot", Caller: "api",
+		Arguments: `{"a":1}`, Result: `{"content":[]}`, Outcome: hub.OutcomeOK,
+		Started: start.Add(24 * time.Second).UTC(), DurationMs: 12.5}
+	if !reflect.DeepEqual(all[0], want) {
+		t.Errorf("newest call:\n got %+v\nwant %+v", all[0], want)
+	}
+	d1, err := s.Calls(ctx, hub.CallFilter{DeviceID: "d1", Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d1) != 3 || d1[0].ID != ids[23] || d1[2].ID != ids[19] {
+		t.Errorf("d1 calls: %+v", d1)
+	}
+	none, err := s.Calls(ctx, hub.CallFilter{DeviceID: "nobody"})
+	if err != nil || none == nil || len(none) != 0 {
+		t.Errorf("calls of unknown device: %v, %v; want empty, non-nil", none, err)
+	}
+}
+
+func TestEventsRoundTripAndPruning(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, tempDB(t), store.Options{MaxEvents: 5})
+	at := time.Date(2025, 3, 1, 12, 0, 0, 1, time.UTC)
+	data := map[string]any{"tools": []string{"a", "b"}, "n": 3}
+	for i := range 12 {
+		e := hub.Event{Type: hub.EventToolsChanged, DeviceID: fmt.Sprintf("d%d", i%3), Time: at.Add(time.Duration(i)), Data: data}
+		if i == 11 {
+			e = hub.Event{Type: hub.EventOnline, Time: at}
+		}
+		if err := s.AddEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, err := s.Events(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 5 {
+		t.Fatalf("kept %d events, want 5", len(events))
+	}
+	if e := events[0]; e.Type != hub.EventOnline || e.DeviceID != "" || e.Data != nil || !e.Time.Equal(at) {
+		t.Errorf("newest event: %+v", e)
+	}
+	e := events[1]
+	if e.Type != hub.EventToolsChanged || e.DeviceID != "d1" || e.Time != at.Add(10) {
+		t.Errorf("second event: %+v", e)
+	}
+	got, _ := json.Marshal(e)
+	want, _ := json.Marshal(hub.Event{Type: hub.EventToolsChanged, DeviceID: "d1", Time: at.Add(10), Data: data})
+	if string(got) != string(want) {
+		t.Errorf("event re-encodes as\n%s\nwant\n%s", got, want)
+	}
+	d1, err := s.Events(ctx, "d1", 1)
+	if err != nil || len(d1) != 1 || d1[0].Time != at.Add(10) {
+		t.Errorf("d1 events: %+v, %v", d1, err)
+	}
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	ctx := context.Background()
+	path := tempDB(t)
+	s, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, tools := toolList(1)
+	if err := s.SaveDevice(ctx, fullDevice("r1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveTools(ctx, "r1", h, tools); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveThing(ctx, "r1", sampleThing("Lamp")); err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.AddCall(ctx, hub.CallRecord{DeviceID: "r1", Tool: "x", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddEvent(ctx, hub.Event{Type: hub.EventOnline, DeviceID: "r1", Data: map[string]int{"v": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	before := loadAll(t, s)
+	calls, _ := s.Calls(ctx, hub.CallFilter{})
+	events, _ := s.Events(ctx, "", 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveDevice(ctx, fullDevice("late")); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("write after Close: %v, want ErrClosed", err)
+	}
+
+	s2 := openStore(t, path, store.Options{})
+	if after := loadAll(t, s2); !reflect.DeepEqual(after, before) {
+		t.Errorf("after reopen:\n got %+v\nwant %+v", after, before)
+	}
+	calls2, _ := s2.Calls(ctx, hub.CallFilter{})
+	events2, _ := s2.Events(ctx, "", 0)
+	if !reflect.DeepEqual(calls2, calls) || !reflect.DeepEqual(events2, events) {
+		t.Errorf("logs after reopen: %+v %+v, want %+v %+v", calls2, events2, calls, events)
+	}
+	// Ids are not reused after reopening.
+	id2, err := s2.AddCall(ctx, hub.CallRecord{DeviceID: "r1"})
+	if err != nil || id2 <= id {
+		t.Errorf("id after reopen %d (%v), want > %d", id2, err, id)
+	}
+}

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// maxBatch is the most write operations committed in one transaction.
+const maxBatch = 256
+
+// op is one write operation waiting for the writer goroutine.
+type op struct {
+	ctx  context.Context
+	fn   func(w *wtx) error // may run more than once: it must only assign its results
+	res  error              // fn's soft error of the last run
+	done chan error         // buffered: receives exactly one result
+}
+
+// softError is an outcome of an operation that wrote nothing and therefore
+// need not abort the batch it is part of (a device not found, say).
+type softError struct{ err error }
+
+func (e *softError) Error() string { return e.err.Error() }
+
+func soft(err error) error { return &softError{err} }
+
+// wtx runs statements on the write connection inside the current batch.
+type wtx struct{ s *Store }
+
+func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
+	st, err := w.s.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(context.Background(), args...)
+}
+
+// scan runs a query returning at most one row and scans it into dest;
+// sql.ErrNoRows when there is none.
+func (w *wtx) scan(query string, args []any, dest ...any) error {
+	st, err := w.s.stmt(query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(context.Background(), args...).Scan(dest...)
+}
+
+// stmt returns the prepared statement for query on the write connection.
+// Only the writer goroutine calls it.
+func (s *Store) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.conn.PrepareContext(context.Background(), query)
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// write queues fn and waits until the transaction running it has committed,
+// or until ctx ends. An operation whose ctx has ended before the writer gets
+// to it is skipped; once started it runs to completion with its batch (a few
+// microseconds), so a caller that gave up may still find its write applied.
+func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case s.ops <- o:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run is the writer goroutine: it takes the first queued operation, adds
+// whatever else is queued (up to maxBatch) and commits them together. It
+// returns when ops is closed and drained.
+func (s *Store) run() {
+	defer close(s.done)
+	batch := make([]*op, 0, maxBatch)
+	for o := range s.ops {
+		batch = append(batch[:0], o)
+		if s.opts.beforeBatch != nil {
+			s.opts.beforeBatch()
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-s.ops:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		s.runBatch(batch)
+		clear(batch)
+	}
+}
+
+// runBatch commits the live operations of batch in one transaction. If that
+// fails, it retries them one by one so that each caller gets its own result
+// and a bad operation does not take the good ones down with it.
+func (s *Store) runBatch(batch []*op) {
+	live := batch[:0]
+	for _, o := range batch {
+		if err := o.ctx.Err(); err != nil {
+			o.done <- err
+			continue
+		}
+		live = append(live, o)
+	}
+	if len(live) == 0 {
+		return
+	}
+	s.batches.Add(1)
+	if n := int64(len(live)); n > s.largest.Load() {
+		s.largest.Store(n)
+	}
+	err := s.runTx(live)
+	var be *beginError
+	switch {
+	case err == nil:
+		for _, o := range live {
+			o.done <- o.res
+		}
+		return
+	case len(live) == 1 || errors.As(err, &be):
+		// Not starting a transaction (the file is locked by another
+		// process beyond busy_timeout, say) is nobody's fault in
+		// particular: retrying op by op would only wait again each time.
+		for _, o := range live {
+			o.done <- err
+		}
+		return
+	}
+	s.retries.Add(1)
+	for _, o := range live {
+		if err := o.ctx.Err(); err != nil {
+			o.done <- err
+			continue
+		}
+		if err := s.runTx([]*op{o}); err != nil {
+			o.done <- err
+			continue
+		}
+		o.done <- o.res
+	}
+}
+
+// beginError is a failure to start a write transaction.
+type beginError struct{ err error }
+
+func (e *beginError) Error() string { return "begin transaction: " + e.err.Error() }
+func (e *beginError) Unwrap() error { return e.err }
+
+// runTx runs ops in one transaction on the write connection.
+func (s *Store) runTx(ops []*op) error {
+	bg := context.Background()
+	if _, err := s.conn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		s.rollback()
+		return &beginError{err}
+	}
+	w := &wtx{s}
+	for _, o := range ops {
+		o.res = nil
+		if err := o.fn(w); err != nil {
+			var se *softError
+			if errors.As(err, &se) {
+				o.res = se.err
+				continue
+			}
+			s.rollback()
+			return err
+		}
+	}
+	if _, err := s.conn.ExecContext(bg, "COMMIT"); err != nil {
+		s.rollback()
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// rollback ends the open transaction, if any. Its error is of no interest:
+// SQLite may already have rolled back (after an I/O error, for instance).
+func (s *Store) rollback() {
+	_, _ = s.conn.ExecContext(context.Background(), "ROLLBACK")
+}
