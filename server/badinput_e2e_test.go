@@ -33,7 +33,7 @@ func (h *testHub) rawDevice(id string) *websocket.Conn {
 	return c
 }
 
-func send(t *testing.T, c *websocket.Conn, msg string) {
+func send(t testing.TB, c *websocket.Conn, msg string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

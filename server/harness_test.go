@@ -21,13 +21,13 @@ import (
 // testHub is a real hub on a loopback port with its data in a temp dir.
 type testHub struct {
 	*server.Hub
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	stop func()
 }
 
 // startHub runs a hub with cfg adjusted by edit, and stops it at cleanup.
-func startHub(t *testing.T, dir string, edit func(*server.Config)) *testHub {
+func startHub(t testing.TB, dir string, edit func(*server.Config)) *testHub {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
@@ -63,7 +63,7 @@ func startHub(t *testing.T, dir string, edit func(*server.Config)) *testHub {
 	return th
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -82,7 +82,7 @@ func (h *testHub) callWith(token, method, path string, body any) (int, map[strin
 }
 
 // callURL makes an HTTP request and decodes the JSON reply.
-func callURL(t *testing.T, token, method, url string, body ...any) (int, map[string]any) {
+func callURL(t testing.TB, token, method, url string, body ...any) (int, map[string]any) {
 	t.Helper()
 	var rd io.Reader
 	if len(body) > 0 && body[0] != nil {
@@ -128,7 +128,7 @@ func (h *testHub) device(cfg sim.Config) *sim.Device {
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

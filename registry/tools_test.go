@@ -1,0 +1,39 @@
+package registry
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+func tool(name, schema string) hub.Tool {
+	return hub.Tool{Name: name, Description: name, InputSchema: json.RawMessage(schema)}
+}
+
+func TestHashIgnoresWhitespaceOnly(t *testing.T) {
+	a := []hub.Tool{tool("x", `{"type":"object"}`), tool("y", `{"type":"object"}`)}
+	b := []hub.Tool{tool("x", "{ \"type\" : \"object\" }"), tool("y", `{"type":"object"}`)}
+	if HashTools(a) != HashTools(b) {
+		t.Fatal("formatting must not change the hash")
+	}
+	if HashTools(a) == HashTools([]hub.Tool{a[1], a[0]}) {
+		t.Fatal("order is part of the list")
+	}
+	if HashTools(a) == HashTools([]hub.Tool{tool("x", `{"type":"object","properties":{}}`), a[1]}) {
+		t.Fatal("a schema change must change the hash")
+	}
+}
+
+func TestDiffTools(t *testing.T) {
+	old := []hub.Tool{tool("a", `{}`), tool("b", `{}`), tool("c", `{}`)}
+	cur := []hub.Tool{tool("a", `{}`), tool("c", `{"type":"object"}`), tool("d", `{}`)}
+	c := diffTools(old, cur)
+	if !slices.Equal(c.Added, []string{"d"}) || !slices.Equal(c.Removed, []string{"b"}) || !slices.Equal(c.Changed, []string{"c"}) {
+		t.Fatalf("%+v", c)
+	}
+	if !diffTools(old, old).Empty() {
+		t.Fatal("no change expected")
+	}
+}
