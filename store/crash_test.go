@@ -167,3 +167,31 @@ func execSQL(t *testing.T, path, query string) {
 		t.Fatalf("%s: %v", query, err)
 	}
 }
+
+// The checkpointer copies committed pages into the database file while the
+// store is open (the writer itself never checkpoints).
+func TestCheckpointerRuns(t *testing.T) {
+	ctx := context.Background()
+	path := tempDB(t)
+	s := openStore(t, path, store.Options{})
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	for i := range 300 { // 300 commits: several checkpoints are due
+		if err := s.SaveDevice(ctx, fullDevice(fmt.Sprintf("ck-%03d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for size() <= before {
+		if time.Now().After(deadline) {
+			t.Fatalf("database file still %d bytes: no checkpoint", before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -58,8 +58,9 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	opts  Options
 	path  string
-	wdb   *sql.DB   // at most one connection: conn
+	wdb   *sql.DB   // the connections of the writer and of the checkpointer
 	conn  *sql.Conn // the write connection; after Open only the writer uses it
+	ckpt  *sql.Conn // the checkpointer's connection; nil for ":memory:"
 	read  *sql.DB   // pool of query_only connections
 	stmts map[string]*sql.Stmt
 
@@ -70,6 +71,11 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	commits  atomic.Int64
+	ckptKick chan struct{}
+	ckptStop chan struct{}
+	ckptDone chan struct{} // closed when the checkpointer has returned
 
 	batches, retries, largest atomic.Int64
 }
@@ -91,12 +97,21 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		stmts: make(map[string]*sql.Stmt),
 		ops:   make(chan *op, 4*maxBatch),
 		done:  make(chan struct{}),
+
+		ckptKick: make(chan struct{}, 1),
+		ckptStop: make(chan struct{}),
+		ckptDone: make(chan struct{}),
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.run()
+	if s.ckpt != nil {
+		go s.checkpointer(s.ckpt)
+	} else {
+		close(s.ckptDone)
+	}
 	return s, nil
 }
 
@@ -106,8 +121,8 @@ func (s *Store) open(ctx context.Context) error {
 	if s.wdb, err = sql.Open("sqlite", wdsn); err != nil {
 		return err
 	}
-	s.wdb.SetMaxOpenConns(1)
-	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetMaxOpenConns(2)
+	s.wdb.SetMaxIdleConns(2)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
 	if s.conn, err = s.wdb.Conn(ctx); err != nil {
@@ -122,7 +137,14 @@ func (s *Store) open(ctx context.Context) error {
 	n := max(4, runtime.GOMAXPROCS(0))
 	s.read.SetMaxOpenConns(n)
 	s.read.SetMaxIdleConns(n)
-	return s.read.PingContext(ctx)
+	if err := s.read.PingContext(ctx); err != nil {
+		return err
+	}
+	if s.path == ":memory:" {
+		return nil // no WAL, nothing to checkpoint
+	}
+	s.ckpt, err = s.wdb.Conn(ctx)
+	return err
 }
 
 // dsn returns the data source names of the write connection and of the read
@@ -133,7 +155,7 @@ func (s *Store) open(ctx context.Context) error {
 // returns. The data then sits in the operating system's page cache, so a
 // committed write survives kill -9 (or a panic) of this process; only a
 // power loss or kernel crash can lose the most recent transactions (never
-// corrupting the database). fsync happens at checkpoints.
+// corrupting the database). fsync happens at checkpoints (checkpoint.go).
 func dsn(path string) (write, read string) {
 	if path == ":memory:" {
 		// memdb VFS: one in-memory database shared by this Store's
@@ -152,6 +174,7 @@ func dsn(path string) (write, read string) {
 	w := url.Values{}
 	w.Add("_pragma", "journal_mode(WAL)")
 	w.Add("_pragma", "journal_size_limit(67108864)")
+	w.Add("_pragma", "wal_autocheckpoint(0)") // see checkpoint.go
 	w.Set("_txlock", "immediate")
 	r := url.Values{}
 	r.Add("_pragma", "query_only(ON)")
@@ -170,6 +193,8 @@ func (s *Store) Close() error {
 		close(s.ops)
 		s.mu.Unlock()
 		<-s.done
+		close(s.ckptStop)
+		<-s.ckptDone
 		s.closeErr = s.closeDBs()
 	})
 	return s.closeErr

@@ -198,6 +198,7 @@ func (s *Store) runTx(ops []*op) error {
 		s.rollback()
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.committed()
 	return nil
 }
 
