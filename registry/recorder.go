@@ -10,47 +10,77 @@ import (
 	"github.com/xiaozhi-hub/hub/metrics"
 )
 
-// recorder persists call records and events off the call path. A bounded
-// queue feeds a few workers; the store batches concurrent writes into one
-// transaction. When the store falls behind, records are dropped and counted
-// rather than slowing calls down.
+// recorder persists call records and events off the call path, in the order
+// they happened. One goroutine drains a bounded queue and writes whatever has
+// accumulated as one batch per table, so a busy hub writes large batches and
+// an idle one writes at once. When the store falls behind and the queue is
+// full, records are dropped and counted rather than slowing calls down.
 type recorder struct {
 	store Store
 	log   *slog.Logger
 	m     *metrics.Metrics
-	queue chan func(context.Context) error
-	wg    sync.WaitGroup
+	queue chan record
+	done  chan struct{}
 
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
 }
 
+// record is a call or an event.
+type record struct {
+	call  *hub.CallRecord
+	event *hub.Event
+}
+
 const (
-	recorderQueue   = 8192
-	recorderWorkers = 16
+	recorderQueue = 16384
+	recorderBatch = 1024
 )
 
 func newRecorder(store Store, log *slog.Logger, m *metrics.Metrics) *recorder {
-	rc := &recorder{store: store, log: log, m: m, queue: make(chan func(context.Context) error, recorderQueue)}
-	rc.wg.Add(recorderWorkers)
-	for range recorderWorkers {
-		go rc.work()
-	}
+	rc := &recorder{store: store, log: log, m: m, queue: make(chan record, recorderQueue), done: make(chan struct{})}
+	go rc.run()
 	return rc
 }
 
-func (rc *recorder) work() {
-	defer rc.wg.Done()
-	for op := range rc.queue {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := op(ctx); err != nil {
-			rc.log.Warn("could not persist record", "err", err)
+func (rc *recorder) run() {
+	defer close(rc.done)
+	var calls []hub.CallRecord
+	var events []hub.Event
+	for first := range rc.queue {
+		calls, events = calls[:0], events[:0]
+		add := func(r record) {
+			if r.call != nil {
+				calls = append(calls, *r.call)
+			} else {
+				events = append(events, *r.event)
+			}
+		}
+		add(first)
+	drain:
+		for len(calls)+len(events) < recorderBatch {
+			select {
+			case r, ok := <-rc.queue:
+				if !ok {
+					break drain
+				}
+				add(r)
+			default:
+				break drain
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := rc.store.AddCalls(ctx, calls); err != nil {
+			rc.log.Warn("could not persist call records", "count", len(calls), "err", err)
+		}
+		if err := rc.store.AddEvents(ctx, events); err != nil {
+			rc.log.Warn("could not persist events", "count", len(events), "err", err)
 		}
 		cancel()
 	}
 }
 
-func (rc *recorder) enqueue(op func(context.Context) error) {
+func (rc *recorder) enqueue(r record) {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
 	if rc.closed { // a record produced during shutdown
@@ -58,21 +88,16 @@ func (rc *recorder) enqueue(op func(context.Context) error) {
 		return
 	}
 	select {
-	case rc.queue <- op:
+	case rc.queue <- r:
 	default:
 		rc.m.Dropped()
 	}
 }
 
-func (rc *recorder) call(c hub.CallRecord) {
-	rc.enqueue(func(ctx context.Context) error { _, err := rc.store.AddCall(ctx, c); return err })
-}
+func (rc *recorder) call(c hub.CallRecord) { rc.enqueue(record{call: &c}) }
+func (rc *recorder) event(e hub.Event)     { rc.enqueue(record{event: &e}) }
 
-func (rc *recorder) event(ev hub.Event) {
-	rc.enqueue(func(ctx context.Context) error { return rc.store.AddEvent(ctx, ev) })
-}
-
-// close flushes the queue and waits for the workers.
+// close flushes the queue and waits for the writer.
 func (rc *recorder) close() {
 	rc.mu.Lock()
 	if !rc.closed {
@@ -80,5 +105,5 @@ func (rc *recorder) close() {
 		close(rc.queue)
 	}
 	rc.mu.Unlock()
-	rc.wg.Wait()
+	<-rc.done
 }

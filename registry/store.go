@@ -30,14 +30,15 @@ type Store interface {
 	// SaveThing inserts or replaces one thing (descriptor and state) by name.
 	SaveThing(ctx context.Context, deviceID string, t hub.Thing) error
 
-	// AddCall appends a call record and keeps at most the newest N records
-	// (N set when the store is opened). It returns the record's id.
-	AddCall(ctx context.Context, c hub.CallRecord) (int64, error)
+	// AddCalls appends call records in order, in one transaction, keeping
+	// at most the newest N records (N set when the store is opened).
+	AddCalls(ctx context.Context, cs []hub.CallRecord) error
 	// Calls returns records newest first.
 	Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error)
 
-	// AddEvent appends an event to the bounded durable event log.
-	AddEvent(ctx context.Context, e hub.Event) error
+	// AddEvents appends events in order, in one transaction, to the bounded
+	// durable event log.
+	AddEvents(ctx context.Context, es []hub.Event) error
 	// Events returns the newest events, newest first, optionally for one device.
 	Events(ctx context.Context, deviceID string, limit int) ([]hub.Event, error)
 }

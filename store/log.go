@@ -14,19 +14,10 @@ import (
 // fall out of the newest MaxCalls (one row in the steady state, found by
 // primary key), so the bound is exact.
 func (s *Store) AddCall(ctx context.Context, c hub.CallRecord) (int64, error) {
-	started, err := timeArg(c.Started)
-	if err != nil {
-		return 0, fmt.Errorf("add call to %s: %w", c.DeviceID, err)
-	}
 	var id int64
-	err = s.write(ctx, func(w *wtx) error {
-		res, err := w.exec(`INSERT INTO calls (device_id, kind, tool, caller, arguments, result,
-			outcome, started, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
+	err := s.write(ctx, func(w *wtx) (err error) {
+		id, err = insertCall(w, c)
 		if err != nil {
-			return err
-		}
-		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
 		return prune(w, `DELETE FROM calls WHERE id <= ?`, id, s.opts.MaxCalls)
@@ -35,6 +26,41 @@ func (s *Store) AddCall(ctx context.Context, c hub.CallRecord) (int64, error) {
 		return 0, fmt.Errorf("add call to %s: %w", c.DeviceID, err)
 	}
 	return id, nil
+}
+
+// AddCalls appends records in order, in one transaction.
+func (s *Store) AddCalls(ctx context.Context, cs []hub.CallRecord) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(w *wtx) error {
+		var id int64
+		for _, c := range cs {
+			var err error
+			if id, err = insertCall(w, c); err != nil {
+				return fmt.Errorf("call to %s: %w", c.DeviceID, err)
+			}
+		}
+		return prune(w, `DELETE FROM calls WHERE id <= ?`, id, s.opts.MaxCalls)
+	})
+	if err != nil {
+		return fmt.Errorf("add %d calls: %w", len(cs), err)
+	}
+	return nil
+}
+
+func insertCall(w *wtx, c hub.CallRecord) (int64, error) {
+	started, err := timeArg(c.Started)
+	if err != nil {
+		return 0, err
+	}
+	res, err := w.exec(`INSERT INTO calls (device_id, kind, tool, caller, arguments, result,
+		outcome, started, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // prune deletes the rows older than the newest keep, given the newest id.
@@ -82,34 +108,54 @@ func (s *Store) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, 
 // AddEvent appends e, keeping the newest MaxEvents. e.Data is stored as
 // JSON; Events returns it as json.RawMessage, which encodes identically.
 func (s *Store) AddEvent(ctx context.Context, e hub.Event) error {
-	at, err := timeArg(e.Time)
-	if err != nil {
-		return fmt.Errorf("add %s event: %w", e.Type, err)
+	return s.AddEvents(ctx, []hub.Event{e})
+}
+
+// AddEvents appends events in order, in one transaction.
+func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
+	if len(es) == 0 {
+		return nil
 	}
-	var data any // NULL when there is none
-	if e.Data != nil {
-		js, err := json.Marshal(e.Data)
+	type row struct {
+		at   any
+		data any // NULL when there is none
+	}
+	rows := make([]row, len(es))
+	for i, e := range es { // encoded here, off the single writer
+		at, err := timeArg(e.Time)
 		if err != nil {
-			return fmt.Errorf("add %s event: data: %w", e.Type, err)
+			return fmt.Errorf("add %s event: %w", e.Type, err)
 		}
-		if string(js) != "null" {
-			data = string(js)
+		rows[i].at = at
+		if e.Data != nil {
+			js, err := json.Marshal(e.Data)
+			if err != nil {
+				return fmt.Errorf("add %s event: data: %w", e.Type, err)
+			}
+			if string(js) != "null" {
+				rows[i].data = string(js)
+			}
 		}
 	}
-	err = s.write(ctx, func(w *wtx) error {
-		res, err := w.exec(`INSERT INTO events (type, device_id, time, data) VALUES (?, ?, ?, ?)`,
-			e.Type, e.DeviceID, at, data)
-		if err != nil {
-			return err
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return err
+	err := s.write(ctx, func(w *wtx) error {
+		var id int64
+		for i, e := range es {
+			res, err := w.exec(`INSERT INTO events (type, device_id, time, data) VALUES (?, ?, ?, ?)`,
+				e.Type, e.DeviceID, rows[i].at, rows[i].data)
+			if err != nil {
+				return err
+			}
+			if id, err = res.LastInsertId(); err != nil {
+				return err
+			}
 		}
 		return prune(w, `DELETE FROM events WHERE id <= ?`, id, s.opts.MaxEvents)
 	})
 	if err != nil {
-		return fmt.Errorf("add %s event: %w", e.Type, err)
+		if len(es) == 1 {
+			return fmt.Errorf("add %s event: %w", es[0].Type, err)
+		}
+		return fmt.Errorf("add %d events: %w", len(es), err)
 	}
 	return nil
 }

@@ -152,3 +152,29 @@ func TestReopenKeepsEverything(t *testing.T) {
 		t.Errorf("id after reopen %d (%v), want > %d", id2, err, id)
 	}
 }
+
+func TestBatchesKeepTheirOrder(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, tempDB(t), store.Options{MaxCalls: 4, MaxEvents: 4})
+	now := time.Now()
+	var evs []hub.Event
+	var calls []hub.CallRecord
+	for i := range 6 {
+		evs = append(evs, hub.Event{Type: fmt.Sprintf("e%d", i), DeviceID: "d", Time: now})
+		calls = append(calls, hub.CallRecord{DeviceID: "d", Kind: "mcp", Tool: fmt.Sprintf("t%d", i), Started: now})
+	}
+	if err := s.AddEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddCalls(ctx, calls); err != nil {
+		t.Fatal(err)
+	}
+	gotE, _ := s.Events(ctx, "", 10)
+	gotC, _ := s.Calls(ctx, hub.CallFilter{})
+	if len(gotE) != 4 || gotE[0].Type != "e5" || gotE[3].Type != "e2" {
+		t.Fatalf("events newest first, bounded to 4: %+v", gotE)
+	}
+	if len(gotC) != 4 || gotC[0].Tool != "t5" || gotC[3].Tool != "t2" {
+		t.Fatalf("calls newest first, bounded to 4: %+v", gotC)
+	}
+}
