@@ -81,7 +81,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("GET /xiaozhi/v1/", h.devices)
-	api.New(api.Options{Registry: reg, Token: token, Metrics: m, Logger: log.With("component", "api")}).Register(mux)
+	ready := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return st.Ping(ctx)
+	}
+	api.New(api.Options{Registry: reg, Token: token, Metrics: m, Logger: log.With("component", "api"), Ready: ready}).Register(mux)
 
 	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	ln, err := net.Listen("tcp", cfg.Listen)

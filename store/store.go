@@ -278,3 +278,12 @@ func checkID(id string) error {
 	}
 	return nil
 }
+
+// Ping checks that the database answers a read, for health checks.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	return nil
+}
