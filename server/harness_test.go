@@ -113,11 +113,15 @@ func callURL(t testing.TB, token, method, url string, body ...any) (int, map[str
 	return res.StatusCode, out
 }
 
-// device starts a simulated device against the hub; it is closed at cleanup.
-func (h *testHub) device(cfg sim.Config) *sim.Device {
+// device starts a simulated device, with extra tools, against the hub; it
+// is closed at cleanup.
+func (h *testHub) device(cfg sim.Config, tools ...*sim.Tool) *sim.Device {
 	h.t.Helper()
 	cfg.URL = h.DeviceURL()
 	d := sim.New(cfg)
+	if err := d.AddTool(tools...); err != nil {
+		h.t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.Connect(ctx); err != nil {

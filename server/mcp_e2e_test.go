@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,16 +66,7 @@ func fillers(n int) []*sim.Tool {
 
 func TestPaginationAcrossThreePages(t *testing.T) {
 	h := startHub(t, "", nil)
-	d := sim.New(sim.Config{URL: h.DeviceURL(), DeviceID: "aa:00:00:00:00:02", RecordFrames: true})
-	if err := d.AddTool(fillers(30)...); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:00:02", RecordFrames: true}, fillers(30)...)
 	tools := h.readyTools(d.ID())
 	if got, want := toolNames(tools), d.ToolNames(); !slices.Equal(got, want) {
 		t.Fatalf("hub has %d tools, device %d", len(got), len(want))
@@ -94,14 +84,7 @@ func TestPaginationAcrossThreePages(t *testing.T) {
 
 func TestPaginationLoopDoesNotHoldTheHub(t *testing.T) {
 	h := startHub(t, "", nil)
-	d := sim.New(sim.Config{URL: h.DeviceURL(), DeviceID: "aa:00:00:00:00:03", Faults: sim.Faults{PaginationLoop: true}})
-	d.AddTool(fillers(30)...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:00:03", Faults: sim.Faults{PaginationLoop: true}}, fillers(30)...)
 	// The hub gives up on the loop, keeps what it read, and says why.
 	waitFor(t, "partial tools", func() bool {
 		_, body := h.call("GET", "/api/devices/"+d.ID()+"/tools", nil)
@@ -118,16 +101,7 @@ func TestPaginationLoopDoesNotHoldTheHub(t *testing.T) {
 
 func TestCallSuccessAndDeviceErrors(t *testing.T) {
 	h := startHub(t, "", nil)
-	d := sim.New(sim.Config{URL: h.DeviceURL(), DeviceID: "aa:00:00:00:00:04"})
-	d.AddTool(&sim.Tool{Name: "self.camera.take_photo", Description: "take a photo",
-		Props:   []sim.Prop{sim.String("question")},
-		Handler: func(context.Context, sim.Args) (any, error) { return nil, errors.New("Failed to capture photo") }})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:00:04"}, sim.FailingTool("self.camera.take_photo", "Failed to capture photo"))
 	h.readyTools(d.ID())
 	base := "/api/devices/" + d.ID() + "/tools/"
 
@@ -206,14 +180,7 @@ func slowTool(d time.Duration) *sim.Tool {
 
 func TestTimeout(t *testing.T) {
 	h := startHub(t, "", nil)
-	d := sim.New(sim.Config{URL: h.DeviceURL(), DeviceID: "aa:00:00:00:00:06"})
-	d.AddTool(slowTool(3 * time.Second))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:00:06"}, slowTool(3*time.Second))
 	h.readyTools(d.ID())
 	st, body := h.call("POST", "/api/devices/"+d.ID()+"/tools/self.slow/call", map[string]any{"timeoutMs": 200})
 	if st != 504 || errCode(body) != "timeout" {
@@ -229,13 +196,7 @@ func TestTimeout(t *testing.T) {
 
 func TestDisconnectMidCallFailsAtOnce(t *testing.T) {
 	h := startHub(t, "", nil)
-	d := sim.New(sim.Config{URL: h.DeviceURL(), DeviceID: "aa:00:00:00:00:07"})
-	d.AddTool(slowTool(time.Minute))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:00:07"}, slowTool(time.Minute))
 	h.readyTools(d.ID())
 	type result struct {
 		st   int
