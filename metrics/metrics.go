@@ -47,7 +47,7 @@ func New() *Metrics {
 		Discovery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "xiaozhi_hub_discovery_duration_seconds",
 			Help:    "Time from the device's hello to its tool list cached.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Buckets: []float64{.00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"outcome"}),
 		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "xiaozhi_hub_device_bytes_total", Help: "WebSocket payload bytes to and from devices.",
