@@ -1,0 +1,255 @@
+// Package agent is the hub's built-in LLM agent: a person says "打开客厅的灯",
+// the model finds the device, calls its tool with the right arguments, and
+// answers in words. One provider-neutral loop runs over the Anthropic
+// Messages API or any OpenAI-compatible chat completions API (both written
+// over net/http, streamed), with the hub's devices as tools (package
+// catalog). Tool calls the model asks for together run in parallel; invalid
+// arguments and device failures go back to the model as tool errors. Runs
+// are bounded in steps, time and result size; conversations are kept per
+// session with a limit; every run is recorded.
+//
+// Entry points: Agent.Run, Handler (POST /api/agent/chat, Server-Sent
+// Events) and RunsHandler (GET /api/agent/runs).
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// Agent runs conversations against the registry's devices. It is safe for
+// concurrent use; runs of one session are serialised.
+type Agent struct {
+	cfg      Config
+	provider Provider
+	cfgErr   error
+	cat      *catalog.Catalog
+	sessions *sessions
+	runs     *runLog
+}
+
+// New returns an agent over reg. cfg is completed with FromEnv(os.Getenv)
+// by the caller if the environment should count. An agent without a usable
+// model still answers: Ready says what to configure.
+func New(reg *registry.Registry, cfg Config) *Agent {
+	cfg, p, err := cfg.withDefaults()
+	return newAgent(reg, cfg, p, err)
+}
+
+// NewWithProvider returns an agent over reg that uses p (tests, or a
+// provider of one's own); cfg's provider fields are ignored.
+func NewWithProvider(reg *registry.Registry, cfg Config, p Provider) *Agent {
+	cfg.Provider = p.Name()
+	if cfg.Model == "" {
+		cfg.Model = "test"
+	}
+	cfg, _, _ = cfg.withDefaults()
+	return newAgent(reg, cfg, p, nil)
+}
+
+func newAgent(reg *registry.Registry, cfg Config, p Provider, err error) *Agent {
+	return &Agent{
+		cfg: cfg, provider: p, cfgErr: err,
+		cat: catalog.New(reg, catalog.Options{
+			AllowUserOnly: cfg.AllowUserOnly, DirectLimit: cfg.DirectLimit,
+			MaxResultBytes: cfg.MaxResultBytes, Caller: "agent",
+		}),
+		sessions: newSessions(cfg.MaxSessions, cfg.MaxHistory, cfg.SessionTTL, cfg.Now),
+		runs:     newRunLog(cfg.RunLog),
+	}
+}
+
+// Close releases the agent's registry subscription. Runs in progress
+// continue.
+func (a *Agent) Close() { a.cat.Close() }
+
+// Ready returns nil when a model is configured, or an error whose message
+// says exactly what to set.
+func (a *Agent) Ready() error { return a.cfgErr }
+
+// Config returns the completed configuration.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Event is one step of a run as it happens. Type is one of EventToolCall,
+// EventToolResult, EventText, EventDone, EventError.
+type Event struct {
+	Type string `json:"type"`
+	Step int    `json:"step,omitempty"`
+	// tool_call and tool_result
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	DeviceID   string          `json:"deviceId,omitempty"`
+	Target     string          `json:"target,omitempty"`
+	IsError    bool            `json:"isError,omitempty"`
+	Code       string          `json:"code,omitempty"`
+	Content    string          `json:"content,omitempty"`
+	DurationMs float64         `json:"durationMs,omitempty"`
+	// text (a delta) and done (the whole answer)
+	Text string `json:"text,omitempty"`
+	// done
+	Session string `json:"session,omitempty"`
+	RunID   int64  `json:"runId,omitempty"`
+	Steps   int    `json:"steps,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	Usage   *Usage `json:"usage,omitempty"`
+	// error
+	Message string `json:"message,omitempty"`
+}
+
+// Event types.
+const (
+	EventToolCall   = "tool_call"
+	EventToolResult = "tool_result"
+	EventText       = "text"
+	EventDone       = "done"
+	EventError      = "error"
+)
+
+// Run outcomes.
+const (
+	OutcomeOK        = "ok"
+	OutcomeStepLimit = "step_limit"
+	OutcomeTimeout   = "timeout"
+	OutcomeCanceled  = "canceled"
+	OutcomeError     = "llm_error"
+)
+
+// Run answers one message in a session (a new session when session is
+// ""), calling emit for each event as it happens (from one goroutine at a
+// time). It returns the run's record, whose Session names the session. It
+// fails only before the run starts (no model, empty message); failures
+// during the run end it with an error event and an outcome.
+func (a *Agent) Run(ctx context.Context, session, message string, emit func(Event)) (RunRecord, error) {
+	if a.cfgErr != nil {
+		return RunRecord{}, a.cfgErr
+	}
+	message = strings.TrimSpace(message)
+	if message == "" {
+		return RunRecord{}, hub.Errorf(hub.EINVALID, "message is empty: say what the agent should do, e.g. 打开客厅的灯")
+	}
+	if session == "" {
+		session = newSessionID()
+	}
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	var emitMu sync.Mutex
+	send := func(e Event) {
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		emit(e)
+	}
+	s := a.sessions.get(session)
+	s.mu.Lock() // one run at a time per session
+	defer s.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	start := a.cfg.Now()
+	rec := RunRecord{Session: session, Input: message, Provider: a.provider.Name(), Model: a.cfg.Model, Started: start}
+	msgs := append(s.history(), Message{Role: RoleUser, Text: message})
+
+	var final strings.Builder
+	for step := 1; ; step++ {
+		if step > a.cfg.MaxSteps {
+			rec.Outcome = OutcomeStepLimit
+			rec.Error = "the agent stopped after " + itoa(a.cfg.MaxSteps) + " model calls without a final answer"
+			send(Event{Type: EventError, Code: OutcomeStepLimit, Message: rec.Error})
+			break
+		}
+		rec.Steps = step
+		tools, direct := a.tools()
+		req := Request{Model: a.cfg.Model, System: a.systemPrompt(direct), MaxTokens: a.cfg.MaxTokens, Messages: msgs, Tools: tools}
+		var onText func(string)
+		if !a.cfg.NoStream {
+			onText = func(t string) { send(Event{Type: EventText, Step: step, Text: t}) }
+		}
+		llmStart := time.Now()
+		rctx, rcancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+		resp, err := a.provider.Chat(rctx, req, onText)
+		rcancel()
+		rec.LLMMs += ms(time.Since(llmStart))
+		if err != nil {
+			rec.Outcome, rec.Error = a.failure(ctx, err)
+			send(Event{Type: EventError, Step: step, Code: rec.Outcome, Message: rec.Error})
+			break
+		}
+		rec.Usage.add(resp.Usage)
+		if a.cfg.NoStream && resp.Text != "" {
+			send(Event{Type: EventText, Step: step, Text: resp.Text})
+		}
+		if resp.Text != "" {
+			if final.Len() > 0 {
+				final.WriteString("\n")
+			}
+			final.WriteString(resp.Text)
+		}
+		msgs = append(msgs, Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		if len(resp.ToolCalls) == 0 {
+			rec.Outcome = OutcomeOK
+			break
+		}
+		results := a.runTools(ctx, step, resp.ToolCalls, send, &rec)
+		msgs = append(msgs, Message{Role: RoleUser, Results: results})
+		if ctx.Err() != nil {
+			rec.Outcome, rec.Error = a.failure(ctx, ctx.Err())
+			send(Event{Type: EventError, Step: step, Code: rec.Outcome, Message: rec.Error})
+			break
+		}
+	}
+	s.save(msgs)
+	rec.Text = final.String()
+	rec.DurationMs = ms(a.cfg.Now().Sub(start))
+	rec = a.runs.add(rec)
+	usage := rec.Usage
+	send(Event{Type: EventDone, Session: session, RunID: rec.ID, Steps: rec.Steps, Outcome: rec.Outcome,
+		Text: rec.Text, DurationMs: rec.DurationMs, Usage: &usage})
+	a.cfg.Logger.Info("agent run", "session", session, "outcome", rec.Outcome, "steps", rec.Steps,
+		"tools", len(rec.Calls), "ms", rec.DurationMs, "llm_ms", rec.LLMMs)
+	return rec, nil
+}
+
+// failure classifies an error that ended a run.
+func (a *Agent) failure(ctx context.Context, err error) (outcome, msg string) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return OutcomeTimeout, "the run took longer than " + a.cfg.Timeout.String()
+	case errors.Is(ctx.Err(), context.Canceled):
+		return OutcomeCanceled, "the run was canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout, "the model did not answer within " + a.cfg.RequestTimeout.String()
+	}
+	return OutcomeError, err.Error()
+}
+
+// tools returns what the model is offered now, and whether device tools
+// are offered directly.
+func (a *Agent) tools() ([]ToolDef, bool) {
+	ts := a.cat.Tools()
+	direct := true
+	out := make([]ToolDef, 0, len(ts))
+	for _, t := range ts {
+		direct = direct && t.Name != catalog.ToolCallDeviceTool
+		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
+	}
+	return out, direct
+}
+
+func newSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

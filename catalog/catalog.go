@@ -1,0 +1,383 @@
+// Package catalog turns the hub's devices into tools for AI agents: every
+// MCP tool of every device, and every method of every legacy IoT thing,
+// under a name valid for OpenAI and Anthropic function calling (see Name),
+// plus the hub's own tools (search_devices, get_device, call_device_tool,
+// send_iot_commands) for homes with too many devices to list. Both the MCP
+// server for outside agents (package mcpserver) and the built-in agent
+// (package agent) use it, so both see the same tools with the same
+// semantics.
+//
+// User-only tools (reboot, firmware upgrade, …) are never offered unless
+// Options.AllowUserOnly is set. Calls go through the registry, which
+// validates arguments against the tool's schema and records every call.
+package catalog
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/search"
+)
+
+// Kind says what a catalog tool does.
+type Kind string
+
+const (
+	KindDevice   Kind = "device"    // an MCP tool of a device
+	KindIoT      Kind = "iot"       // a method of a legacy IoT thing
+	KindIoTState Kind = "iot_state" // reads a thing's last reported state, without a device round trip
+	KindHub      Kind = "hub"       // one of the hub's own tools
+)
+
+// Tool is one tool offered to agents.
+type Tool struct {
+	Name        string          `json:"name"` // matches NamePattern
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"` // a JSON Schema object with "type":"object"
+	Kind        Kind            `json:"kind"`
+	DeviceID    string          `json:"deviceId,omitempty"`
+	// Target is the device's own name for the tool: the MCP tool name,
+	// "Thing.Method" for an IoT method, "Thing" for an IoT state tool.
+	Target   string `json:"target,omitempty"`
+	UserOnly bool   `json:"userOnly,omitempty"`
+}
+
+// Options configure a Catalog. The zero value is usable.
+type Options struct {
+	// AllowUserOnly offers user-only device tools (reboot, firmware
+	// upgrade, unlock, …) to agents. Off by default.
+	AllowUserOnly bool
+	// DirectLimit is the largest number of devices for which agents are
+	// offered every device tool directly; with more, they get the hub tools
+	// (search_devices, get_device, call_device_tool, send_iot_commands).
+	// 0 means 8; a negative value means never. Direct mode also needs the
+	// devices to offer at most 100 tools in all.
+	DirectLimit int
+	// IncludeOffline offers the tools of offline devices too in direct
+	// mode (calling them fails until the device connects). Xiaozhi devices
+	// are often connected only during a conversation.
+	IncludeOffline bool
+	// MaxResultBytes caps the text of one tool result (default 16 KiB).
+	MaxResultBytes int
+	// Caller is recorded with each device call (default "agent").
+	Caller string
+	// CallTimeout bounds each device call (0: the registry's default).
+	CallTimeout time.Duration
+	// IoTWait is how long an IoT command waits for the device's next state
+	// report, to tell the agent the new state (default 1 s; negative: no
+	// wait). Legacy devices never acknowledge commands.
+	IoTWait time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.DirectLimit == 0 {
+		o.DirectLimit = 8
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = 16 << 10
+	}
+	if o.Caller == "" {
+		o.Caller = "agent"
+	}
+	if o.IoTWait == 0 {
+		o.IoTWait = time.Second
+	}
+	return o
+}
+
+// Catalog is the registry's devices as agent tools. It keeps a cache keyed
+// by each device's content. The cache is refreshed when the registry has
+// reported a change since the last use (the catalog drains a registry event
+// subscription whenever it is used), so it needs no goroutine. It is safe
+// for concurrent use.
+type Catalog struct {
+	reg   *registry.Registry
+	opts  Options
+	index *search.Index
+
+	events <-chan hub.Event
+	stop   func()
+
+	mu      sync.Mutex
+	dirty   bool
+	devices []hub.Device // as of the last refresh; shared, read-only
+	devs    map[string]*deviceTools
+	keys    map[string]string // device key → device id
+}
+
+// deviceTools is the cached catalog of one device.
+type deviceTools struct {
+	dev    hub.Device
+	fp     string
+	key    string
+	tools  []Tool
+	byName map[string]int
+}
+
+// New returns a catalog over reg. Close releases its event subscription.
+func New(reg *registry.Registry, opts Options) *Catalog {
+	events, stop := reg.Subscribe()
+	return &Catalog{reg: reg, opts: opts.withDefaults(), index: search.NewIndex(), events: events, stop: stop,
+		dirty: true, devs: map[string]*deviceTools{}, keys: map[string]string{}}
+}
+
+// Close ends the catalog's registry subscription; the catalog then
+// refreshes from the registry on every use.
+func (c *Catalog) Close() { c.stop() }
+
+// changedLocked drains the registry events received since the last refresh
+// and reports whether any of them can change what the catalog shows.
+func (c *Catalog) changedLocked() bool {
+	for {
+		select {
+		case ev, ok := <-c.events:
+			if !ok {
+				return true // unsubscribed or registry closed: no news, so always look
+			}
+			switch ev.Type {
+			case hub.EventCallFinished, hub.EventDeviceMessage, hub.EventProtocolError, hub.EventToolsError:
+			default:
+				c.dirty = true
+			}
+		default:
+			return c.dirty
+		}
+	}
+}
+
+// Options returns the catalog's options with defaults filled in.
+func (c *Catalog) Options() Options { return c.opts }
+
+// refresh brings the cache and the search index up to date with the
+// registry and returns the devices, sorted by room, name and id. The slice
+// is shared: callers must not modify it.
+func (c *Catalog) refresh() []hub.Device {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.changedLocked() {
+		return c.devices
+	}
+	c.dirty = false
+	devs := c.reg.Devices()
+	c.devices = devs
+	seen := make(map[string]bool, len(devs))
+	keysChanged := len(c.devs) != len(devs)
+	for _, d := range devs {
+		seen[d.ID] = true
+		dt := c.devs[d.ID]
+		if dt == nil {
+			keysChanged = true
+		}
+		fp := fingerprint(d)
+		var things []hub.Thing
+		if d.ThingCount > 0 {
+			things, _ = c.reg.Things(d.ID)
+			fp += thingsDigest(things)
+		}
+		if dt != nil && dt.fp == fp {
+			dt.dev = d // online state and the like
+			continue
+		}
+		tools, _, _ := c.reg.Tools(d.ID)
+		c.index.Put(search.Doc{ID: d.ID, Name: d.Name, Room: d.Room, Aliases: d.Aliases, Board: d.Board,
+			Tools: c.visible(tools), Things: things}, fp)
+		key := DeviceKey(d.ID)
+		if dt != nil {
+			key = dt.key
+		}
+		c.devs[d.ID] = c.build(d, fp, key, tools, things)
+	}
+	for id := range c.devs {
+		if !seen[id] {
+			delete(c.devs, id)
+		}
+	}
+	if keysChanged {
+		c.index.Retain(func(id string) bool { return seen[id] })
+		c.assignKeysLocked()
+	}
+	return devs
+}
+
+// fingerprint changes whenever a device's tools, as agents see them, change.
+func fingerprint(d hub.Device) string {
+	return strings.Join([]string{d.Name, d.Room, strings.Join(d.Aliases, "\x01"), d.Board, d.ToolsHash}, "\x00")
+}
+
+// thingsDigest identifies IoT descriptors (not their state).
+func thingsDigest(things []hub.Thing) string {
+	h := sha256.New()
+	for _, t := range things {
+		t.State, t.StateUpdated = nil, time.Time{}
+		b, _ := json.Marshal(t)
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// assignKeysLocked gives every device its key. Two device ids whose short
+// keys collide (about one pair in 2^40) both keep working: the larger id
+// gets a longer key. Names are therefore stable unless such a device joins.
+func (c *Catalog) assignKeysLocked() {
+	ids := make([]string, 0, len(c.devs))
+	for id := range c.devs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	c.keys = make(map[string]string, len(ids))
+	for _, id := range ids {
+		dt := c.devs[id]
+		key := DeviceKey(id)
+		if _, taken := c.keys[key]; taken {
+			key = longDeviceKey(id)
+		}
+		c.keys[key] = id
+		if dt.key != key {
+			tools, _, _ := c.reg.Tools(id)
+			things, _ := c.reg.Things(id)
+			c.devs[id] = c.build(dt.dev, dt.fp, key, tools, things)
+		}
+	}
+}
+
+func (c *Catalog) visible(tools []hub.Tool) []hub.Tool {
+	if c.opts.AllowUserOnly {
+		return tools
+	}
+	out := make([]hub.Tool, 0, len(tools))
+	for _, t := range tools {
+		if !t.UserOnly {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Direct reports whether agents are offered device tools directly (few
+// devices) rather than the hub tools.
+func (c *Catalog) Direct() bool { return c.direct(c.refresh()) }
+
+func (c *Catalog) direct(devs []hub.Device) bool {
+	if c.opts.DirectLimit < 0 {
+		return false
+	}
+	n, tools := 0, 0
+	c.mu.Lock()
+	for _, d := range devs {
+		if d.Online || c.opts.IncludeOffline {
+			n++
+			if dt := c.devs[d.ID]; dt != nil {
+				tools += len(dt.tools)
+			}
+		}
+	}
+	c.mu.Unlock()
+	return n <= c.opts.DirectLimit && tools <= maxDirectTools
+}
+
+// maxDirectTools keeps direct mode within what LLM APIs accept (OpenAI
+// allows 128 tools per request) and what models choose from well.
+const maxDirectTools = 100
+
+// Tools returns the tools to offer an agent now: with few devices, every
+// device tool plus search_devices and get_device; with many, the four hub
+// tools. Sorted by name.
+func (c *Catalog) Tools() []Tool {
+	devs := c.refresh()
+	direct := c.direct(devs)
+	out := HubTools(direct)
+	if direct {
+		c.mu.Lock()
+		for _, d := range devs {
+			if dt := c.devs[d.ID]; dt != nil && (d.Online || c.opts.IncludeOffline) {
+				out = append(out, dt.tools...)
+			}
+		}
+		c.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// DeviceTools returns the agent tools of one device, or ENOTFOUND.
+func (c *Catalog) DeviceTools(id string) ([]Tool, error) {
+	c.refresh()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dt := c.devs[id]
+	if dt == nil {
+		return nil, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub (search_devices lists devices)", id)
+	}
+	return slices.Clone(dt.tools), nil
+}
+
+// Devices returns every known device, sorted by room, name and id. The
+// slice is shared: callers must not modify it.
+func (c *Catalog) Devices() []hub.Device { return c.refresh() }
+
+// Lookup returns the tool with an agent name (device or hub tool).
+func (c *Catalog) Lookup(name string) (Tool, bool) {
+	if t, ok := hubTool(name); ok {
+		return t, true
+	}
+	c.refresh()
+	return c.lookupCached(name)
+}
+
+func (c *Catalog) lookupCached(name string) (Tool, bool) {
+	key, _, ok := strings.Cut(name, "_")
+	if !ok {
+		return Tool{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dt := c.devs[c.keys[key]]
+	if dt == nil {
+		return Tool{}, false
+	}
+	i, ok := dt.byName[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return dt.tools[i], true
+}
+
+// resolve finds a device's tool by agent name or by the device's own name
+// for it (MCP tool name, "Thing.Method", "Thing").
+func (c *Catalog) resolve(deviceID, tool string) (Tool, hub.Device, error) {
+	c.refresh()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dt := c.devs[deviceID]
+	if dt == nil {
+		return Tool{}, hub.Device{}, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub (use search_devices to find device ids)", deviceID)
+	}
+	if i, ok := dt.byName[tool]; ok {
+		return dt.tools[i], dt.dev, nil
+	}
+	for _, t := range dt.tools {
+		if t.Target == tool || (t.Kind == KindIoTState && t.Target+".get_state" == tool) {
+			return t, dt.dev, nil
+		}
+	}
+	names := make([]string, 0, len(dt.tools))
+	for _, t := range dt.tools {
+		names = append(names, t.Target)
+	}
+	return Tool{}, dt.dev, hub.Errorf(hub.ENOTFOUND, "device %q has no tool %q offered to agents; its tools: %s",
+		deviceID, tool, strings.Join(names, ", "))
+}
+
+func sortTools(ts []Tool) {
+	slices.SortFunc(ts, func(a, b Tool) int {
+		return cmp.Or(strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.Target, b.Target))
+	})
+}

@@ -1,0 +1,243 @@
+// Package mcpserver serves the hub's devices to outside AI agents (Claude
+// Desktop, Cursor, any MCP client) over MCP Streamable HTTP, using the
+// official go-sdk.
+//
+// With few devices (Options.DirectLimit) every device tool is a tool of the
+// server, named per device by package catalog (d5kq3m2xa_self-lamp-turn_on),
+// and the server sends notifications/tools/list_changed whenever devices
+// come, go or change their tools. With more devices the server offers a
+// small fixed set instead: search_devices, get_device, call_device_tool and
+// send_iot_commands. Failed calls (invalid arguments, offline devices,
+// device errors) are tool results with isError true and a message the model
+// can act on.
+//
+// The handler does not authenticate: mount it behind the hub's bearer
+// token, e.g.
+//
+//	mcpSrv := mcpserver.New(reg, mcpserver.Options{Version: server.Version})
+//	defer mcpSrv.Close()
+//	mux.Handle("/mcp", api.RequireToken(token, mcpSrv))
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// Options configure the MCP server. The zero value is usable.
+type Options struct {
+	// DirectLimit is the largest number of (online) devices whose tools are
+	// offered directly; above it the fixed hub tools are offered. 0 means 8;
+	// negative means always the fixed set.
+	DirectLimit int
+	// AllowUserOnly offers user-only device tools (reboot, firmware upgrade,
+	// unlock, …). Off by default.
+	AllowUserOnly bool
+	// IncludeOffline offers offline devices' tools too in direct mode.
+	IncludeOffline bool
+	// MaxResultBytes caps one tool result's text (default 16 KiB).
+	MaxResultBytes int
+	// CallTimeout bounds each device call (0: the registry's default).
+	CallTimeout time.Duration
+	// SessionTimeout closes MCP sessions idle this long (default 30 min).
+	SessionTimeout time.Duration
+	// Debounce gathers registry events for this long before the tool list
+	// is recomputed (default 100 ms).
+	Debounce time.Duration
+	// DisableLocalhostProtection turns off the SDK's DNS-rebinding check
+	// (requests to a loopback address with a non-loopback Host header are
+	// refused). Set it when a reverse proxy on the same host forwards /mcp.
+	DisableLocalhostProtection bool
+	// Version is reported to clients in serverInfo.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server is the MCP endpoint. It is an http.Handler; Close stops it.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	cat     *catalog.Catalog
+	mcp     *mcp.Server
+	handler http.Handler
+
+	mu      sync.Mutex
+	exposed map[string]string // tool name → fingerprint of what was added
+
+	stop func()
+	done chan struct{}
+}
+
+const instructions = `This server controls the xiaozhi voice devices (smart speakers, lamps and other ESP32 gadgets) known to a xiaozhi-hub.
+Find devices with search_devices (by room and kind of device, in any language, e.g. "客厅 灯"), inspect one with get_device, then call its tools.
+Device tools check their arguments against the tool's schema; errors come back as tool results that say what to fix.
+Devices can be offline: calls to them then fail until they reconnect.`
+
+// New returns an MCP server over reg and starts following the registry's
+// events. Call Close when done.
+func New(reg *registry.Registry, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = 100 * time.Millisecond
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Minute
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{
+		opts: opts,
+		log:  opts.Logger,
+		cat: catalog.New(reg, catalog.Options{
+			AllowUserOnly: opts.AllowUserOnly, DirectLimit: opts.DirectLimit, IncludeOffline: opts.IncludeOffline,
+			MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp",
+		}),
+		exposed: map[string]string{},
+		done:    make(chan struct{}),
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "xiaozhi-hub", Title: "xiaozhi-hub devices", Version: opts.Version},
+		&mcp.ServerOptions{
+			Instructions: instructions,
+			Logger:       opts.Logger,
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		})
+	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:                     opts.Logger,
+		SessionTimeout:             opts.SessionTimeout,
+		DisableLocalhostProtection: opts.DisableLocalhostProtection,
+	})
+	events, stop := reg.Subscribe() // before the first sync, so that no change is missed
+	s.stop = stop
+	s.sync()
+	go s.watch(events)
+	return s
+}
+
+// ServeHTTP serves MCP Streamable HTTP (POST, GET and DELETE on one path).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Close stops following the registry and closes every MCP session.
+func (s *Server) Close() {
+	s.stop()
+	<-s.done
+	s.cat.Close()
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// Catalog returns the catalog the server offers (for tests and tools).
+func (s *Server) Catalog() *catalog.Catalog { return s.cat }
+
+// watch recomputes the tool list after registry changes, gathering bursts
+// of events (a device connecting reports online, then its tools) into one
+// update.
+func (s *Server) watch(events <-chan hub.Event) {
+	defer close(s.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if relevant(ev) {
+				timer.Reset(s.opts.Debounce)
+			}
+		case <-timer.C:
+			s.sync()
+		}
+	}
+}
+
+func relevant(ev hub.Event) bool {
+	switch ev.Type {
+	case hub.EventOnline, hub.EventOffline, hub.EventToolsChanged, hub.EventDeviceDeleted, hub.EventDeviceUpdated, "events_dropped":
+		return true
+	case hub.EventIoTChanged:
+		m, _ := ev.Data.(map[string]any)
+		return m["descriptor"] == true // a state report changes no tool
+	}
+	return false
+}
+
+// sync makes the server's tools equal to the catalog's. The SDK sends
+// notifications/tools/list_changed to every session after changes.
+func (s *Server) sync() {
+	want := map[string]catalog.Tool{}
+	for _, t := range s.cat.Tools() {
+		want[t.Name] = t
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []string
+	for name := range s.exposed {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+			delete(s.exposed, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveTools(gone...)
+	}
+	for name, t := range want {
+		fp := t.Description + "\x00" + string(t.InputSchema)
+		if s.exposed[name] == fp {
+			continue
+		}
+		if err := s.add(t); err != nil {
+			s.log.Warn("mcp: tool not offered", "tool", name, "device", t.DeviceID, "err", err)
+			continue
+		}
+		s.exposed[name] = fp
+	}
+}
+
+// add registers one tool, turning the SDK's panic on a schema it rejects
+// into an error.
+func (s *Server) add(t catalog.Tool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rejected by the MCP SDK: %v", r)
+		}
+	}()
+	tool := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Title: title(t)}
+	if t.Kind == catalog.KindIoTState || t.Name == catalog.ToolSearchDevices || t.Name == catalog.ToolGetDevice {
+		tool.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, Title: tool.Title}
+	}
+	name := t.Name
+	s.mcp.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res := s.cat.Call(ctx, name, req.Params.Arguments)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
+	})
+	return nil
+}
+
+func title(t catalog.Tool) string {
+	switch t.Name {
+	case catalog.ToolSearchDevices:
+		return "Search devices"
+	case catalog.ToolGetDevice:
+		return "Get device"
+	case catalog.ToolCallDeviceTool:
+		return "Call a device tool"
+	case catalog.ToolSendIoTCommands:
+		return "Send IoT commands"
+	}
+	return t.Target + " · " + t.DeviceID
+}
