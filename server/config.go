@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xiaozhi-hub/hub/ota"
 	"gopkg.in/yaml.v3"
 )
 
@@ -23,9 +24,9 @@ type Config struct {
 	Listen     string `yaml:"listen" help:"address to listen on (host:port); devices, API and metrics share it"`
 	DataDir    string `yaml:"data-dir" help:"directory for the SQLite database and the API token file"`
 	APIToken   string `yaml:"api-token" help:"admin API token; default: generated on first start and kept in <data-dir>/api-token"`
-	DeviceAuth string `yaml:"device-auth" help:"who may connect as a device: open (anyone) or token (a token from device-tokens)"`
-	// DeviceTokens are accepted from devices with device-auth token.
-	DeviceTokens []string `yaml:"device-tokens" help:"comma-separated device tokens accepted with device-auth token"`
+	DeviceAuth string `yaml:"device-auth" help:"who may connect as a device: activation (a person approves each new device's code), token (a token from the OTA endpoint or device-tokens) or open (anyone)"`
+	// DeviceTokens are accepted from any device with device-auth token or activation.
+	DeviceTokens []string `yaml:"device-tokens" help:"comma-separated device tokens accepted from any device with device-auth token or activation"`
 	Demo         int      `yaml:"demo" help:"start this many simulated devices in-process (0: none; --demo alone: 4)"`
 	LogLevel     string   `yaml:"log-level" help:"debug, info, warn or error"`
 	LogFormat    string   `yaml:"log-format" help:"text or json"`
@@ -36,19 +37,40 @@ type Config struct {
 	VisionURL      string        `yaml:"vision-url" help:"camera explain endpoint announced to devices in initialize"`
 	VisionToken    string        `yaml:"vision-token" help:"token for the vision endpoint"`
 	DeviceOrigins  []string      `yaml:"device-origins" help:"extra browser origins allowed on the device endpoint (comma-separated host patterns)"`
+
+	// The OTA check and activation of real devices (package ota). PublicURL
+	// is the hub's base URL as devices reach it: the OTA answer builds the
+	// WebSocket and firmware URLs from it.
+	PublicURL         string        `yaml:"public-url" help:"the hub's base URL as devices reach it, e.g. http://192.168.1.10:8000 (default: the Host of each OTA request)"`
+	WSProtocolVersion int           `yaml:"ws-protocol-version" help:"binary audio protocol version (1, 2 or 3) the OTA endpoint tells devices to use"`
+	ActivationExpiry  time.Duration `yaml:"activation-expiry" help:"how long an activation code shown by a device can be approved"`
+	FirmwareDir       string        `yaml:"firmware-dir" help:"firmware images offered to devices, laid out as <board>/<version>.bin (default: none)"`
+
+	// The built-in agent (POST /api/agent/chat, xiaozhi-hub chat). Empty
+	// values fall back to ANTHROPIC_API_KEY / OPENAI_API_KEY and friends.
+	AgentProvider string `yaml:"agent-provider" help:"LLM provider: anthropic or openai (any OpenAI-compatible API); default: whichever API key is set"`
+	AgentModel    string `yaml:"agent-model" help:"LLM model name (env XZ_AGENT_MODEL also works)"`
+	AgentAPIKey   string `yaml:"agent-api-key" help:"LLM API key (default: ANTHROPIC_API_KEY or OPENAI_API_KEY)"`
+	AgentBaseURL  string `yaml:"agent-base-url" help:"LLM API base URL, e.g. http://localhost:11434/v1 for Ollama"`
+	// MCPDirectLimit is the number of online devices up to which /mcp
+	// offers every device tool directly; above it, the four search-and-call tools.
+	MCPDirectLimit int `yaml:"mcp-direct-limit" help:"online devices up to which /mcp lists device tools directly (above: search_devices, get_device, call_device_tool, send_iot_commands)"`
 }
 
 // DefaultConfig returns the settings used when nothing else is given.
 func DefaultConfig() Config {
 	return Config{
-		Listen:         ":8000",
-		DataDir:        "data",
-		DeviceAuth:     "open",
-		LogLevel:       "info",
-		LogFormat:      "text",
-		CallTimeout:    30 * time.Second,
-		MaxCallTimeout: 300 * time.Second,
-		MaxCalls:       10000,
+		Listen:            ":8000",
+		DataDir:           "data",
+		DeviceAuth:        "activation",
+		WSProtocolVersion: 1,
+		ActivationExpiry:  10 * time.Minute,
+		MCPDirectLimit:    8,
+		LogLevel:          "info",
+		LogFormat:         "text",
+		CallTimeout:       30 * time.Second,
+		MaxCallTimeout:    300 * time.Second,
+		MaxCalls:          10000,
 	}
 }
 
@@ -62,13 +84,20 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("data-dir: must not be empty"))
 	}
 	switch c.DeviceAuth {
-	case "open":
-	case "token":
-		if len(c.DeviceTokens) == 0 {
-			errs = append(errs, errors.New("device-auth token needs at least one entry in device-tokens"))
-		}
+	case ota.PolicyOpen, ota.PolicyToken, ota.PolicyActivation:
 	default:
-		errs = append(errs, fmt.Errorf("device-auth: %q is not one of open, token", c.DeviceAuth))
+		errs = append(errs, fmt.Errorf("device-auth: %q is not one of activation, token, open", c.DeviceAuth))
+	}
+	if c.PublicURL != "" {
+		if _, err := ota.ParsePublicURL(c.PublicURL); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.WSProtocolVersion < 1 || c.WSProtocolVersion > 3 {
+		errs = append(errs, fmt.Errorf("ws-protocol-version: %d is not 1, 2 or 3", c.WSProtocolVersion))
+	}
+	if c.ActivationExpiry < 30*time.Second {
+		errs = append(errs, fmt.Errorf("activation-expiry: %v is shorter than 30s (devices check back about every 30 s)", c.ActivationExpiry))
 	}
 	if c.CallTimeout <= 0 || c.MaxCallTimeout < c.CallTimeout {
 		errs = append(errs, fmt.Errorf("call-timeout (%v) must be positive and at most max-call-timeout (%v)", c.CallTimeout, c.MaxCallTimeout))

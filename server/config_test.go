@@ -39,7 +39,9 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 	}{
 		{[]string{"--call-timeout", "soon"}, "call-timeout"},
 		{[]string{"--device-auth", "maybe"}, "device-auth"},
-		{[]string{"--device-auth", "token"}, "device-tokens"},
+		{[]string{"--ws-protocol-version", "4"}, "ws-protocol-version"},
+		{[]string{"--public-url", "192.168.1.10:8000"}, "public-url"},
+		{[]string{"--activation-expiry", "1s"}, "activation-expiry"},
 		{[]string{"--config", bad}, "lisen"},
 		{[]string{"--demo=-3"}, "demo"},
 		{[]string{"stray"}, "stray"},

@@ -36,6 +36,7 @@ func startHub(t testing.TB, dir string, edit func(*server.Config)) *testHub {
 	}
 	cfg.DataDir = dir
 	cfg.APIToken = "test-token-0123456789"
+	cfg.DeviceAuth = "open" // most tests connect devices directly; OTA tests choose their policy
 	if edit != nil {
 		edit(&cfg)
 	}

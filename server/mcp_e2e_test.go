@@ -130,12 +130,13 @@ func TestCallSuccessAndDeviceErrors(t *testing.T) {
 	}
 	d.SetFaults(sim.Faults{})
 
-	// Every call is in the history.
-	_, calls := h.call("GET", "/api/calls?device="+d.ID(), nil)
-	recs, _ := calls["calls"].([]any)
-	if len(recs) != 4 {
-		t.Fatalf("want 4 call records, got %d: %v", len(recs), calls)
-	}
+	// Every call is in the history (written in the background).
+	var recs []any
+	waitFor(t, "4 call records", func() bool {
+		_, calls := h.call("GET", "/api/calls?device="+d.ID(), nil)
+		recs, _ = calls["calls"].([]any)
+		return len(recs) == 4
+	})
 	newest := recs[0].(map[string]any)
 	if newest["tool"] != "self.camera.take_photo" || newest["outcome"] != "device_error" || newest["caller"] != "api" {
 		t.Fatalf("newest record = %v", newest)

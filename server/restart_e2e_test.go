@@ -55,7 +55,7 @@ func TestKill9KeepsTheCache(t *testing.T) {
 	dir := t.TempDir()
 	const token = "kill9-token-0123456789"
 	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", dir, "--api-token", token, "--log-format", "text")
+		cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", dir, "--api-token", token, "--log-format", "text", "--device-auth", "open")
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)

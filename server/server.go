@@ -5,7 +5,8 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,12 +14,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
-	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/mcpclient"
+	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/metrics"
+	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/store"
@@ -36,6 +40,9 @@ type Hub struct {
 	Registry *registry.Registry
 	Metrics  *metrics.Metrics
 	devices  *session.Server
+	agent    *agent.Agent
+	mcp      *mcpserver.Server
+	closeMCP func() // once: both Close and closeCore need it
 	http     *http.Server
 	ln       net.Listener
 	// Token is the admin API token in force.
@@ -70,25 +77,38 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		st.Close()
 		return nil, err
 	}
+	if cfg.DeviceAuth != ota.PolicyOpen && len(cfg.DeviceTokens) == 0 {
+		// In-process devices (--demo) present this token; it exists only
+		// in this process, so they work under every policy.
+		cfg.DeviceTokens = []string{inProcessToken()}
+	}
+	trust, err := ota.New(ctx, ota.Options{
+		Store: st, Registry: reg, SecretPath: filepath.Join(cfg.DataDir, DeviceSecretFile),
+		Policy: cfg.DeviceAuth, DeviceTokens: cfg.DeviceTokens, PublicURL: cfg.PublicURL,
+		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
+		Logger: log.With("component", "ota"),
+	})
+	if err != nil {
+		reg.Close()
+		st.Close()
+		return nil, err
+	}
 	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token}
 	var vision *mcpclient.Vision
 	if cfg.VisionURL != "" {
 		vision = &mcpclient.Vision{URL: cfg.VisionURL, Token: cfg.VisionToken}
 	}
 	h.devices = session.New(session.Options{
-		Registry: reg, Authorize: deviceAuth(cfg), Logger: log.With("component", "device"),
+		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),
 		Metrics: m, Vision: vision, OriginPatterns: cfg.DeviceOrigins, Version: Version,
 	})
-	mux := http.NewServeMux()
-	mux.Handle("GET /xiaozhi/v1/", h.devices)
-	ready := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return st.Ping(ctx)
-	}
-	api.New(api.Options{Registry: reg, Token: token, Metrics: m, Logger: log.With("component", "api"), Ready: ready}).Register(mux)
-
-	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	h.agent = agent.New(reg, agent.Config{
+		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
+		DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
+	}.FromEnv(os.Getenv))
+	h.mcp = mcpserver.New(reg, mcpserver.Options{DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: log.With("component", "mcp")})
+	h.closeMCP = sync.OnceFunc(h.mcp.Close)
+	h.http = &http.Server{Handler: h.routes(st, trust), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		h.closeCore()
@@ -96,6 +116,27 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	}
 	h.ln = ln
 	return h, nil
+}
+
+// routes mounts every endpoint on one mux: devices (WebSocket, OTA),
+// people and programs (REST, SSE, agent, MCP; all behind the admin token),
+// and the open /healthz and /metrics.
+func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
+	auth := func(next http.Handler) http.Handler { return api.RequireToken(h.Token, next) }
+	mux := http.NewServeMux()
+	mux.Handle("GET /xiaozhi/v1/", h.devices)
+	trust.Register(mux)
+	ready := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return st.Ping(ctx)
+	}
+	api.New(api.Options{Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready}).Register(mux)
+	trust.RegisterAPI(mux, auth)
+	mux.Handle("POST /api/agent/chat", auth(agent.Handler(h.agent)))
+	mux.Handle("GET /api/agent/runs", auth(agent.RunsHandler(h.agent)))
+	mux.Handle("/mcp", auth(h.mcp))
+	return mux
 }
 
 // Addr is the address the hub listens on.
@@ -107,6 +148,10 @@ func (h *Hub) URL() string {
 	return "http://127.0.0.1:" + port
 }
 
+// OTAURL is the OTA endpoint on loopback. Devices on the network use the
+// same path on an address they can reach (see public-url).
+func (h *Hub) OTAURL() string { return h.URL() + "/xiaozhi/ota/" }
+
 // DeviceURL is the WebSocket URL devices on this machine connect to.
 func (h *Hub) DeviceURL() string {
 	_, port, _ := net.SplitHostPort(h.ln.Addr().String())
@@ -117,7 +162,8 @@ func (h *Hub) DeviceURL() string {
 func (h *Hub) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- h.http.Serve(h.ln) }()
-	h.log.Info("hub listening", "addr", h.ln.Addr().String(), "devices", h.DeviceURL(), "api", h.URL()+"/api/devices")
+	h.log.Info("hub listening", "addr", h.ln.Addr().String(), "ota", h.OTAURL(), "devices", h.DeviceURL(),
+		"deviceAuth", h.cfg.DeviceAuth, "api", h.URL()+"/api/devices")
 	select {
 	case err := <-errc:
 		h.closeCore()
@@ -131,7 +177,9 @@ func (h *Hub) Run(ctx context.Context) error {
 func (h *Hub) Close() error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	h.Registry.EndSubscriptions() // event streams would hold Shutdown open
+	// Open event streams would hold Shutdown: end them first.
+	h.Registry.EndSubscriptions()
+	h.closeMCP()
 	err := h.http.Shutdown(sctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -147,27 +195,24 @@ func (h *Hub) closeCore() {
 	if h.devices != nil {
 		h.devices.Close()
 	}
+	if h.closeMCP != nil {
+		h.closeMCP()
+	}
+	if h.agent != nil {
+		h.agent.Close()
+	}
 	h.Registry.Close()
 	if err := h.store.Close(); err != nil {
 		h.log.Error("closing store", "err", err)
 	}
 }
 
-// deviceAuth returns the policy for the device endpoint.
-func deviceAuth(cfg Config) func(*http.Request, session.Identity) error {
-	if cfg.DeviceAuth != "token" {
-		return nil
-	}
-	tokens := cfg.DeviceTokens
-	return func(_ *http.Request, id session.Identity) error {
-		if id.Token == "" {
-			return hub.Errorf(hub.EUNAUTHORIZED, "this hub requires a device token: send Authorization: Bearer <token>")
-		}
-		for _, t := range tokens {
-			if subtle.ConstantTimeCompare([]byte(t), []byte(id.Token)) == 1 {
-				return nil
-			}
-		}
-		return hub.Errorf(hub.EUNAUTHORIZED, "device token not accepted")
-	}
+// DeviceSecretFile is the file, in the data directory, of the secret that
+// signs device tokens. Deleting it invalidates every token issued.
+const DeviceSecretFile = "device-secret"
+
+func inProcessToken() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return "in-process-" + hex.EncodeToString(b[:])
 }

@@ -97,6 +97,26 @@ type Config struct {
 	// Faults are misbehaviours for tests, all off by default.
 	Faults Faults
 
+	// OTAURL, if set, is the OTA endpoint (§2) that Provision and Boot
+	// check first, like the firmware at every boot: its answer sets URL,
+	// Token and ProtocolVersion, may offer firmware, and may make the device
+	// show an activation code and poll <OTAURL>/activate until approved.
+	OTAURL string
+	// SerialNumber, if set, is the eFuse serial: the device then uses
+	// Activation-Version 2 and signs the challenge with ActivationKey
+	// (default: derived from DeviceID), as the firmware does with its
+	// eFuse HMAC key.
+	SerialNumber  string
+	ActivationKey []byte
+	// OnActivation, if set, is called with the code (and message) the
+	// device shows and speaks; the device also logs it.
+	OnActivation func(code, message string)
+	// ActivationPoll and ActivationRetry are the waits after a 202 and after
+	// any other /activate answer (firmware: 3 s and 10 s); OTARetry is
+	// Boot's first wait after a failed check, doubled up to 10 tries
+	// (firmware: 10 s).
+	ActivationPoll, ActivationRetry, OTARetry time.Duration
+
 	// ReconnectMin and ReconnectMax bound Run's back-off between
 	// connections (defaults 500 ms and 30 s).
 	ReconnectMin, ReconnectMax time.Duration

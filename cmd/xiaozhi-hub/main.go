@@ -1,6 +1,8 @@
 // Command xiaozhi-hub runs the hub (the default), or talks to a running one.
 //
 //	xiaozhi-hub [flags]          serve (see --help for every setting)
+//	xiaozhi-hub devices pending|approve CODE|revoke ID   (see devices --help)
+//	xiaozhi-hub chat "打开客厅的灯"                       ask the hub's agent (see chat --help)
 //	xiaozhi-hub version
 package main
 
@@ -31,11 +33,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "serve":
 			return serve(ctx, args[1:], stderr)
+		case "devices":
+			return devices(ctx, args[1:], stdout, stderr)
+		case "chat":
+			return runChat(ctx, args[1:], stdout, stderr)
 		case "version":
 			fmt.Fprintln(stdout, server.Version)
 			return 0
 		default:
-			fmt.Fprintf(stderr, "unknown command %q: use serve (the default) or version\n", args[0])
+			fmt.Fprintf(stderr, "unknown command %q: use serve (the default), devices, chat or version\n", args[0])
 			return 2
 		}
 	}

@@ -4,6 +4,7 @@
 //
 //	xiaozhi-sim --url ws://127.0.0.1:8000/xiaozhi/v1/ --count 3 --demo
 //	xiaozhi-sim --count 100 --mode iot --id-prefix 02:00:00
+//	xiaozhi-sim --ota http://127.0.0.1:8000/xiaozhi/ota/   # like real firmware: OTA check and activation first
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +38,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("xiaozhi-sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("url", "ws://127.0.0.1:8000/xiaozhi/v1/", "hub device WebSocket URL")
+	otaURL := fs.String("ota", "", "OTA URL checked first, like the firmware at boot: the WebSocket URL, token and protocol version come from its answer, and an activation code is logged and polled until approved")
 	count := fs.Int("count", 1, "number of devices")
 	mode := fs.String("mode", "mcp", `firmware to imitate: "mcp" (2.x) or "iot" (legacy 1.7)`)
 	token := fs.String("token", "", "bearer token (Authorization header)")
@@ -66,7 +69,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fc := sim.FleetConfig{
 		Base: sim.Config{
 			URL: *url, Token: *token, ProtocolVersion: *version, Mode: sim.Mode(*mode),
-			IdentityInQuery: *query, Logger: log,
+			IdentityInQuery: *query, Logger: log, OTAURL: *otaURL,
 		},
 		Count:    *count,
 		IDPrefix: *prefix,
@@ -79,12 +82,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting devices", "count", *count, "url", *url, "mode", *mode, "first", fleet.Devices[0].ID())
+	where := []any{"url", *url}
+	if *otaURL != "" {
+		where = []any{"ota", *otaURL}
+	}
+	log.Info("starting devices", append(where, "count", *count, "mode", *mode, "first", fleet.Devices[0].ID())...)
 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		fleet.Run(ctx)
+		if *otaURL == "" {
+			fleet.Run(ctx)
+			return
+		}
+		boot(ctx, fleet, *stagger)
 	}()
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
@@ -97,4 +108,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			log.Info("status", "connected", fleet.Connected(), "devices", *count)
 		}
 	}
+}
+
+// boot runs every device through the OTA check and activation, then serves
+// it (sim.Device.Boot), until ctx ends.
+func boot(ctx context.Context, fleet *sim.Fleet, stagger time.Duration) {
+	var wg sync.WaitGroup
+	for i, d := range fleet.Devices {
+		if i > 0 && stagger > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(stagger):
+			}
+		}
+		wg.Go(func() { _ = d.Boot(ctx) })
+	}
+	wg.Wait()
 }

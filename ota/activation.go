@@ -1,0 +1,261 @@
+package ota
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/session"
+)
+
+// Activation is a code waiting for a person, as the API lists it.
+type Activation struct {
+	Code     string `json:"code"`
+	DeviceID string `json:"deviceId"`
+	ClientID string `json:"clientId,omitempty"`
+	Board    string `json:"board,omitempty"`
+	Firmware string `json:"firmware,omitempty"`
+	Remote   string `json:"remoteAddr,omitempty"`
+	// ActivationVersion 2 devices send their eFuse serial number and an
+	// HMAC of the challenge; both are recorded, neither can be verified.
+	ActivationVersion int       `json:"activationVersion"`
+	SerialNumber      string    `json:"serialNumber,omitempty"`
+	HMAC              string    `json:"hmac,omitempty"`
+	Created           time.Time `json:"created"`
+	Expires           time.Time `json:"expires"`
+	LastCheck         time.Time `json:"lastCheck"`
+	LastPoll          time.Time `json:"lastPoll,omitzero"` // last /activate
+}
+
+// pending is one activation in progress.
+type pending struct {
+	Activation
+	challenge  string
+	systemInfo json.RawMessage
+}
+
+// pendingSet holds the activations in progress, guarded by Service.mu. A
+// code is unique among them.
+type pendingSet struct {
+	byDevice map[string]*pending
+	byCode   map[string]*pending
+}
+
+func newPendingSet() pendingSet {
+	return pendingSet{byDevice: map[string]*pending{}, byCode: map[string]*pending{}}
+}
+
+func (ps *pendingSet) prune(now time.Time) {
+	for id, p := range ps.byDevice {
+		if !now.Before(p.Expires) {
+			ps.removeDevice(id)
+		}
+	}
+}
+
+func (ps *pendingSet) removeDevice(id string) {
+	if p := ps.byDevice[id]; p != nil {
+		delete(ps.byCode, p.Code)
+		delete(ps.byDevice, id)
+	}
+}
+
+// activationFor returns the device's activation object: the code it was
+// given, while that is valid (the firmware re-runs the check about every
+// 30 s while pending, and must keep showing the same code), else a new
+// one; nil if the device is admitted after all.
+func (s *Service) activationFor(c checkInfo) (*activationJSON, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.trustedLocked(c.deviceID) {
+		return nil, nil
+	}
+	s.pending.prune(c.at)
+	p := s.pending.byDevice[c.deviceID]
+	if p == nil {
+		if len(s.pending.byDevice) >= s.opts.MaxPending {
+			return nil, &httpError{http.StatusServiceUnavailable, hub.EINTERNAL,
+				"too many devices are waiting for activation; approve or let their codes expire first"}
+		}
+		p = &pending{challenge: hexString(randomBytes(16))}
+		p.DeviceID, p.Created, p.Expires = c.deviceID, c.at, c.at.Add(s.opts.CodeTTL)
+		for p.Code == "" || s.pending.byCode[p.Code] != nil {
+			p.Code = fmt.Sprintf("%06d", binary.BigEndian.Uint32(randomBytes(4))%1_000_000)
+		}
+		s.pending.byDevice[p.DeviceID] = p
+		s.pending.byCode[p.Code] = p
+		s.log.Info("activation code issued: approve it with xiaozhi-hub devices approve CODE",
+			"code", p.Code, "device", c.deviceID, "board", c.board, "remote", c.remote)
+	}
+	p.ClientID, p.Board, p.Firmware, p.Remote, p.LastCheck = c.clientID, c.board, c.firmware, c.remote, c.at
+	p.ActivationVersion = c.activationVersion
+	if c.serial != "" {
+		p.SerialNumber = c.serial
+	}
+	if c.systemInfo != nil {
+		p.systemInfo = c.systemInfo
+	}
+	return &activationJSON{
+		Code:      p.Code,
+		Message:   "Approve on hub\n" + p.Code,
+		Challenge: p.challenge,
+		TimeoutMs: p.Expires.Sub(c.at).Milliseconds(),
+	}, nil
+}
+
+// activateBody is an Activation-Version 2 body; version 1 sends {}.
+type activateBody struct {
+	Algorithm    string `json:"algorithm"`
+	SerialNumber string `json:"serial_number"`
+	Challenge    string `json:"challenge"`
+	HMAC         string `json:"hmac"`
+}
+
+// serveActivate answers the device's polling (§2.4): 200 once the device is
+// approved, 202 while its code waits for a person. It never waits itself:
+// the firmware gives up after 30 s and polls again anyway.
+func (s *Service) serveActivate(w http.ResponseWriter, r *http.Request) {
+	id, err := session.ParseIdentity(r)
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	if _, err := activationVersion(r); err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	raw, err := readBody(w, r, 4<<10)
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	var b activateBody
+	if len(raw) > 0 {
+		if raw[0] != '{' || json.Unmarshal(raw, &b) != nil {
+			s.refuse(w, r, hub.Errorf(hub.EBADREQUEST, `the body must be {} or {"algorithm","serial_number","challenge","hmac"} with string values`))
+			return
+		}
+	}
+	if err := b.check(); err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	now := s.opts.Now()
+	s.mu.Lock()
+	s.pending.prune(now)
+	if s.trustedLocked(id.DeviceID) {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]string{"status": "activated"})
+		return
+	}
+	p := s.pending.byDevice[id.DeviceID]
+	switch {
+	case p == nil:
+		s.mu.Unlock()
+		s.refuse(w, r, hub.Errorf(hub.ENOTFOUND, "no activation is pending for device %s (none was issued, or its code expired): "+
+			"the device gets a code from the OTA check", id.DeviceID))
+		return
+	case b.Challenge != "" && b.Challenge != p.challenge:
+		s.mu.Unlock()
+		s.refuse(w, r, hub.Errorf(hub.ECONFLICT, "the challenge is not the one issued with code %s: run the OTA check again", p.Code))
+		return
+	}
+	p.LastPoll = now
+	if b.HMAC != "" {
+		p.ActivationVersion, p.SerialNumber, p.HMAC = 2, cleanSerial(b.SerialNumber), b.HMAC
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "pending"})
+}
+
+func (b activateBody) check() error {
+	if b == (activateBody{}) {
+		return nil
+	}
+	if b.Algorithm != "hmac-sha256" {
+		return hub.Errorf(hub.EBADREQUEST, `algorithm must be "hmac-sha256", got %q`, hub.Truncate([]byte(b.Algorithm), 32))
+	}
+	if b.Challenge == "" {
+		return hub.Errorf(hub.EBADREQUEST, "challenge is missing")
+	}
+	if len(b.HMAC) != 64 || strings.Trim(b.HMAC, "0123456789abcdef") != "" {
+		return hub.Errorf(hub.EBADREQUEST, "hmac must be 64 lowercase hex digits")
+	}
+	return nil
+}
+
+// Pending returns the activations waiting for a person, oldest first.
+func (s *Service) Pending() []Activation {
+	now := s.opts.Now()
+	s.mu.Lock()
+	s.pending.prune(now)
+	out := make([]Activation, 0, len(s.pending.byDevice))
+	for _, p := range s.pending.byDevice {
+		out = append(out, p.Activation)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b Activation) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Code, b.Code))
+	})
+	return out
+}
+
+// Approve trusts the device that was given code: its next /activate gets
+// 200 and its next OTA check a token and no activation object. The approval
+// is durable. patch names the device (registered at once when a Registry
+// is set).
+func (s *Service) Approve(ctx context.Context, code string, patch hub.DevicePatch) (Activation, Trust, error) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	now := s.opts.Now()
+	s.mu.Lock()
+	s.pending.prune(now)
+	var p pending
+	if q := s.pending.byCode[strings.TrimSpace(code)]; q != nil {
+		p = *q
+	}
+	s.mu.Unlock()
+	if p.Code == "" {
+		return Activation{}, Trust{}, hub.Errorf(hub.ENOTFOUND, "no device is waiting with code %q: codes expire after %v "+
+			"(the device then shows a new one); GET /api/activations lists the pending codes", code, s.opts.CodeTTL)
+	}
+	if s.opts.Registry != nil {
+		if _, err := s.opts.Registry.Register(ctx, p.DeviceID, patch); err != nil {
+			return Activation{}, Trust{}, err
+		}
+	}
+	check := Trust{DeviceID: p.DeviceID, ClientID: p.ClientID, Board: p.Board, Firmware: p.Firmware,
+		SystemInfo: p.systemInfo, LastCheck: p.LastCheck}
+	if err := s.opts.Store.RecordCheck(ctx, check); err != nil {
+		return Activation{}, Trust{}, fmt.Errorf("approve %s: %w", p.DeviceID, err)
+	}
+	s.mu.RLock()
+	t := s.trust[p.DeviceID]
+	s.mu.RUnlock()
+	t.DeviceID, t.ClientID, t.Board, t.Firmware, t.LastCheck = p.DeviceID, p.ClientID, p.Board, p.Firmware, p.LastCheck
+	t.Approved = now.UTC()
+	t.ActivationVersion, t.SerialNumber, t.ActivationHMAC = p.ActivationVersion, p.SerialNumber, p.HMAC
+	if err := s.opts.Store.SaveTrust(ctx, t); err != nil {
+		return Activation{}, Trust{}, fmt.Errorf("approve %s: %w", p.DeviceID, err)
+	}
+	s.mu.Lock()
+	s.trust[p.DeviceID] = t
+	s.pending.removeDevice(p.DeviceID)
+	s.mu.Unlock()
+	s.log.Info("device approved", "device", p.DeviceID, "code", p.Code, "board", p.Board)
+	return p.Activation, t, nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}

@@ -1,0 +1,69 @@
+package ota
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+// apiList answers GET /api/activations: {"activations":[…]}.
+func (s *Service) apiList(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"activations": s.Pending(), "policy": s.opts.Policy})
+}
+
+// apiApprove answers POST /api/activations/{code}/approve with an optional
+// body {"name":"…","room":"…"} that labels the device.
+func (s *Service) apiApprove(w http.ResponseWriter, r *http.Request) {
+	raw, err := readBody(w, r, 4<<10)
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	var body struct {
+		Name *string `json:"name"`
+		Room *string `json:"room"`
+	}
+	if len(raw) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil {
+			s.refuse(w, r, hub.Errorf(hub.EBADREQUEST, `the body must be empty or {"name":"…","room":"…"}: %v`, err))
+			return
+		}
+	}
+	a, t, err := s.Approve(r.Context(), r.PathValue("code"), hub.DevicePatch{Name: body.Name, Room: body.Room})
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"activation": a, "trust": t})
+}
+
+// apiTrust answers GET /api/devices/{id}/trust.
+func (s *Service) apiTrust(w http.ResponseWriter, r *http.Request) {
+	t, err := s.TrustOf(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	s.mu.RLock()
+	trusted := s.trustedLocked(t.DeviceID)
+	s.mu.RUnlock()
+	writeJSON(w, http.StatusOK, struct {
+		Trust
+		Admitted bool `json:"admitted"`
+	}{t, trusted})
+}
+
+// apiRevoke answers DELETE /api/devices/{id}/token and
+// POST /api/devices/{id}/token/revoke.
+func (s *Service) apiRevoke(w http.ResponseWriter, r *http.Request) {
+	t, err := s.Revoke(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deviceId": t.DeviceID, "revoked": t.Revoked})
+}

@@ -1,0 +1,129 @@
+package ota
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/session"
+)
+
+// Trust is the core's trust record of a device (see hub.Trust).
+type Trust = hub.Trust
+
+// Store keeps trust records durably (package store implements it). A
+// missing record is an ENOTFOUND *hub.Error.
+type Store interface {
+	// LoadTrust returns every record, without SystemInfo.
+	LoadTrust(ctx context.Context) ([]Trust, error)
+	// Trust returns one record with its SystemInfo.
+	Trust(ctx context.Context, deviceID string) (Trust, error)
+	// SaveTrust writes the decision: Generation, Approved, Revoked and the
+	// activation evidence, creating the record if needed.
+	SaveTrust(ctx context.Context, t Trust) error
+	// RecordCheck writes what an OTA check reported: ClientID, Board,
+	// Firmware, SystemInfo and LastCheck, creating the record if needed.
+	RecordCheck(ctx context.Context, t Trust) error
+}
+
+// Authorize is the device endpoint's policy (session.Options.Authorize).
+// Refusals are EUNAUTHORIZED errors saying what to do.
+func (s *Service) Authorize(_ *http.Request, id session.Identity) error {
+	if s.opts.Policy == PolicyOpen {
+		return nil
+	}
+	for _, t := range s.opts.DeviceTokens {
+		if id.Token != "" && subtle.ConstantTimeCompare([]byte(t), []byte(id.Token)) == 1 {
+			return nil
+		}
+	}
+	s.mu.RLock()
+	t, known := s.trust[id.DeviceID]
+	trusted := s.trustedLocked(id.DeviceID)
+	s.mu.RUnlock()
+	if !trusted {
+		if !t.Revoked.IsZero() {
+			return hub.Errorf(hub.EUNAUTHORIZED, "device %s was revoked on this hub at %s; it shows a new activation code at its next boot for a person to approve",
+				id.DeviceID, t.Revoked.UTC().Format(time.RFC3339))
+		}
+		return hub.Errorf(hub.EUNAUTHORIZED, "device %s is not approved on this hub: set its OTA URL to the hub's /xiaozhi/ota/, "+
+			"then approve the 6-digit code it shows (xiaozhi-hub devices approve CODE)", id.DeviceID)
+	}
+	if id.Token == "" {
+		return hub.Errorf(hub.EUNAUTHORIZED, "this hub requires a device token: the device gets one from the hub's OTA endpoint at boot "+
+			"(reboot it), or send a configured device token as Authorization: Bearer <token>")
+	}
+	if !verifyToken(s.secret, id.DeviceID, t.Generation, id.Token) {
+		why := "not signed by this hub for this device"
+		if known && !t.Revoked.IsZero() {
+			why = "revoked, or " + why
+		}
+		return hub.Errorf(hub.EUNAUTHORIZED, "the token of device %s is not accepted (%s): reboot the device so that it fetches a new one from the OTA endpoint",
+			id.DeviceID, why)
+	}
+	return nil
+}
+
+// Revoke makes every token issued to the device so far invalid. With
+// PolicyActivation it also withdraws the approval: the device gets a new
+// code at its next boot. A live connection is not closed.
+func (s *Service) Revoke(ctx context.Context, deviceID string) (Trust, error) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	s.mu.RLock()
+	t, known := s.trust[deviceID]
+	s.mu.RUnlock()
+	if !known && s.opts.Registry != nil {
+		if _, err := s.opts.Registry.Device(deviceID); err == nil {
+			known = true
+		}
+	}
+	if !known {
+		return Trust{}, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub", deviceID)
+	}
+	t.DeviceID = deviceID
+	t.Generation = newGeneration()
+	t.Revoked = s.opts.Now().UTC()
+	t.Approved = time.Time{}
+	if err := s.opts.Store.SaveTrust(ctx, t); err != nil {
+		return Trust{}, fmt.Errorf("revoke %s: %w", deviceID, err)
+	}
+	s.mu.Lock()
+	cur := s.trust[deviceID]
+	cur.DeviceID, cur.Generation, cur.Revoked, cur.Approved = deviceID, t.Generation, t.Revoked, t.Approved
+	s.trust[deviceID] = cur
+	s.pending.removeDevice(deviceID)
+	s.mu.Unlock()
+	s.log.Info("device tokens revoked", "device", deviceID)
+	return cur, nil
+}
+
+// TrustOf returns the device's record with its system info.
+func (s *Service) TrustOf(ctx context.Context, deviceID string) (Trust, error) {
+	t, err := s.opts.Store.Trust(ctx, deviceID)
+	if err != nil {
+		return Trust{}, err
+	}
+	return t, nil
+}
+
+// recordCheck persists what an admitted device reported. A failure is
+// logged: the device must get its answer all the same.
+func (s *Service) recordCheck(ctx context.Context, c checkInfo) {
+	t := Trust{DeviceID: c.deviceID, ClientID: c.clientID, Board: c.board, Firmware: c.firmware,
+		SystemInfo: c.systemInfo, LastCheck: c.at}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.opts.Store.RecordCheck(ctx, t); err != nil {
+		s.log.Warn("could not record the OTA check", "device", c.deviceID, "err", err)
+		return
+	}
+	s.mu.Lock()
+	cur := s.trust[c.deviceID]
+	cur.DeviceID, cur.ClientID, cur.Board, cur.Firmware, cur.LastCheck = c.deviceID, c.clientID, c.board, c.firmware, c.at
+	s.trust[c.deviceID] = cur
+	s.mu.Unlock()
+}
