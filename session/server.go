@@ -126,7 +126,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
+	c, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		s.m.Handshake("upgrade_failed")
 		s.log.Info("websocket upgrade failed", "device", id.DeviceID, "remote", r.RemoteAddr, "err", err)
@@ -143,14 +143,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.sessions[sess] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	// The session runs on its own goroutine so that net/http's per-request
-	// state is released now: it costs memory on every idle device.
-	go func() {
-		defer s.wg.Done()
-		sess.run(s.ctx)
+	end := func() {
 		s.mu.Lock()
 		delete(s.sessions, sess)
 		s.mu.Unlock()
+		s.wg.Done()
+	}
+	// The handshake runs here; the connection is then served on a goroutine
+	// of its own, so that net/http's per-request state is released now (it
+	// would cost memory on every idle device) and the long-lived goroutine
+	// starts with a small stack, not one grown by the handshake.
+	if !sess.open(s.ctx) {
+		end()
+		return
+	}
+	go func() {
+		defer end()
+		sess.serve()
 	}()
 }
 

@@ -64,13 +64,11 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:]) // no quotes or backslashes: the firmware does not escape it (§12.25)
 }
 
-// run serves the connection until it ends.
-func (s *session) run(parent context.Context) {
+// open runs the handshake. When it fails, the connection is closed and
+// open reports false; otherwise serve must be called.
+func (s *session) open(parent context.Context) bool {
 	ctx, cancel := context.WithCancel(parent)
 	s.ctx, s.cancel = ctx, cancel
-	defer cancel()
-	defer s.c.CloseNow()
-
 	if err := s.handshake(ctx); err != nil {
 		s.log.Info("handshake failed", "remote", s.remote, "err", err)
 		if s.link != nil {
@@ -78,8 +76,18 @@ func (s *session) run(parent context.Context) {
 			s.link.Disconnect(dctx, "handshake failed")
 			dcancel()
 		}
-		return
+		s.c.CloseNow()
+		cancel()
+		return false
 	}
+	return true
+}
+
+// serve reads from the connection after a successful open, until it ends.
+func (s *session) serve() {
+	ctx, cancel := s.ctx, s.cancel
+	defer cancel()
+	defer s.c.CloseNow()
 	s.srv.m.Connected(1)
 	s.log.Info("device connected", "remote", s.remote, "mcp", s.hello.MCP, "protocolVersion", s.version, "session", s.sid)
 
