@@ -97,6 +97,11 @@ func (s *Service) Revoke(ctx context.Context, deviceID string) (Trust, error) {
 	s.trust[deviceID] = cur
 	s.pending.removeDevice(deviceID)
 	s.mu.Unlock()
+	if s.opts.Registry != nil {
+		// A connection opened with a revoked token ends now, not whenever
+		// the device next hangs up.
+		s.opts.Registry.Disconnect(deviceID, "device tokens revoked")
+	}
 	s.log.Info("device tokens revoked", "device", deviceID)
 	return cur, nil
 }

@@ -46,6 +46,8 @@ type Registry struct {
 	bus   *broker
 	rec   *recorder
 
+	onDelete []func(ctx context.Context, id string) error
+
 	mu       sync.RWMutex
 	devices  map[string]*entry
 	toolsets map[string]*toolset // by hash, shared between devices
@@ -278,14 +280,43 @@ func applyPatch(d *hub.Device, p hub.DevicePatch) {
 	}
 }
 
+// OnDelete registers f to run at the start of every DeleteDevice (for
+// example to revoke the device's tokens); an error from f stops the delete.
+// Call it before serving.
+func (r *Registry) OnDelete(f func(ctx context.Context, id string) error) {
+	r.onDelete = append(r.onDelete, f)
+}
+
+// Disconnect closes a device's live connection, telling it why; it reports
+// whether the device was connected. The device stays known.
+func (r *Registry) Disconnect(id, reason string) bool {
+	r.mu.RLock()
+	var link *Link
+	if e, ok := r.devices[id]; ok {
+		link = e.link
+	}
+	r.mu.RUnlock()
+	if link == nil {
+		return false
+	}
+	link.conn.Close(reason)
+	return true
+}
+
 // DeleteDevice forgets a device and everything cached for it. A connected
-// device is disconnected; it will be registered afresh if it comes back.
+// device is disconnected; it will be registered afresh if it comes back
+// (and the OnDelete hooks decide whether it may).
 func (r *Registry) DeleteDevice(ctx context.Context, id string) error {
 	r.mu.RLock()
 	e, ok := r.devices[id]
 	r.mu.RUnlock()
 	if !ok {
 		return notFound(id)
+	}
+	for _, f := range r.onDelete {
+		if err := f(ctx, id); err != nil {
+			return fmt.Errorf("delete device %s: %w", id, err)
+		}
 	}
 	// Holding saveMu keeps this device's other writes out until it is gone
 	// from memory too; they check membership and are dropped after that.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -278,4 +279,27 @@ func TestBootWaitsForApprovalThenServes(t *testing.T) {
 	defer func() { cancel(); <-booted }()
 	approve(t, h, codeShown(t, codes))
 	h.readyTools(d.ID())
+}
+
+// Revoking a device's tokens, or deleting the device, also ends the
+// connection it already has, and its old token no longer admits it.
+func TestRevokeAndDeleteEndOpenConnections(t *testing.T) {
+	h := activationHub(t, "")
+	for _, how := range []struct{ method, path string }{
+		{"POST", "/token/revoke"},
+		{"DELETE", ""},
+	} {
+		d := h.approvedDevice(t, "ac:00:00:00:00:1"+strconv.Itoa(len(how.path)%10))
+		if err := connect(t, d); err != nil {
+			t.Fatal(err)
+		}
+		h.readyTools(d.ID())
+		if st, body := h.call(how.method, "/api/devices/"+d.ID()+how.path, nil); st >= 300 {
+			t.Fatalf("%s %s: %d %v", how.method, how.path, st, body)
+		}
+		waitFor(t, "the open connection to end", func() bool { return !d.Connected() })
+		if err := connect(t, d); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Fatalf("after %s %s the old token still admits the device: %v", how.method, how.path, err)
+		}
+	}
 }

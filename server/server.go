@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/mcpclient"
@@ -93,6 +94,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		st.Close()
 		return nil, err
 	}
+	// A deleted device loses its approval and tokens: deleting means
+	// "this device is not ours", not "forget its cache until it reconnects".
+	reg.OnDelete(func(ctx context.Context, id string) error {
+		if _, err := trust.Revoke(ctx, id); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+			return err
+		}
+		return nil
+	})
 	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token}
 	var vision *mcpclient.Vision
 	if cfg.VisionURL != "" {
