@@ -126,6 +126,11 @@ func (s *Service) recordCheck(ctx context.Context, c checkInfo) {
 		s.log.Warn("could not record the OTA check", "device", c.deviceID, "err", err)
 		return
 	}
+	if s.opts.Registry != nil && c.systemInfo != nil {
+		if err := s.opts.Registry.SetSystemInfo(ctx, c.deviceID, c.systemInfo); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+			s.log.Warn("could not record the system info", "device", c.deviceID, "err", err)
+		}
+	}
 	s.mu.Lock()
 	cur := s.trust[c.deviceID]
 	cur.DeviceID, cur.ClientID, cur.Board, cur.Firmware, cur.LastCheck = c.deviceID, c.clientID, c.board, c.firmware, c.at

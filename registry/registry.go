@@ -8,6 +8,7 @@ package registry
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -245,26 +246,49 @@ func (r *Registry) Register(ctx context.Context, id string, p hub.DevicePatch) (
 }
 
 func (r *Registry) update(ctx context.Context, e *entry, id string, p hub.DevicePatch) (hub.Device, error) {
-	e.saveMu.Lock()
-	defer e.saveMu.Unlock()
-	r.mu.RLock()
-	d := e.dev
-	r.mu.RUnlock()
 	if p == (hub.DevicePatch{}) {
 		r.mu.RLock()
 		defer r.mu.RUnlock()
 		return r.viewLocked(e), nil
 	}
-	applyPatch(&d, p)
-	// Durable first: a failed write must not leave memory saying otherwise.
+	view, err := r.mutate(ctx, e, func(d *hub.Device) { applyPatch(d, p) })
+	if err != nil {
+		return hub.Device{}, err
+	}
+	r.publish(hub.EventDeviceUpdated, id, view)
+	return view, nil
+}
+
+// SetSystemInfo records the system information a known device reported at
+// its OTA check (board, chip, network…). An unknown device is ENOTFOUND: the
+// OTA endpoint does not create devices.
+func (r *Registry) SetSystemInfo(ctx context.Context, id string, info json.RawMessage) error {
+	r.mu.RLock()
+	e, ok := r.devices[id]
+	r.mu.RUnlock()
+	if !ok {
+		return notFound(id)
+	}
+	_, err := r.mutate(ctx, e, func(d *hub.Device) { d.SystemInfo = info })
+	return err
+}
+
+// mutate changes a device durably first, then in memory, so that a failed
+// write never leaves memory saying otherwise.
+func (r *Registry) mutate(ctx context.Context, e *entry, change func(*hub.Device)) (hub.Device, error) {
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	r.mu.RLock()
+	d := e.dev
+	r.mu.RUnlock()
+	change(&d)
 	if err := r.store.SaveDevice(ctx, d); err != nil {
-		return hub.Device{}, fmt.Errorf("save device %s: %w", id, err)
+		return hub.Device{}, fmt.Errorf("save device %s: %w", d.ID, err)
 	}
 	r.mu.Lock()
-	applyPatch(&e.dev, p)
+	change(&e.dev)
 	view := r.viewLocked(e)
 	r.mu.Unlock()
-	r.publish(hub.EventDeviceUpdated, id, view)
 	return view, nil
 }
 

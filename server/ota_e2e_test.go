@@ -303,3 +303,18 @@ func TestRevokeAndDeleteEndOpenConnections(t *testing.T) {
 		}
 	}
 }
+
+// The system information a known device sends at its OTA check shows on
+// its device record.
+func TestOTACheckRecordsSystemInfo(t *testing.T) {
+	h := activationHub(t, "")
+	d := h.approvedDevice(t, "ac:00:00:00:00:21")
+	if _, err := d.CheckOTA(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, dev := h.call("GET", "/api/devices/"+d.ID(), nil)
+	info, _ := dev["systemInfo"].(map[string]any)
+	if info["mac_address"] != d.ID() {
+		t.Fatalf("systemInfo on the device record = %v", dev["systemInfo"])
+	}
+}
