@@ -81,6 +81,13 @@ func (l *Link) Save(ctx context.Context) error { return l.saveDevice(ctx) }
 // connection, or a delete, makes an old link's reports moot).
 func (l *Link) liveLocked() bool { return l.e.link == l && l.r.devices[l.id] == l.e }
 
+// supersededLocked reports whether a newer connection or a delete has
+// replaced l. A link whose device merely went offline is not superseded:
+// what the device said before hanging up is still the newest news.
+func (l *Link) supersededLocked() bool {
+	return l.r.devices[l.id] != l.e || (l.e.link != nil && l.e.link != l)
+}
+
 // write runs one store write for the device, serialised with its other
 // writes, and not at all once the device has been deleted (so that a late
 // write cannot bring a deleted device back).
@@ -122,7 +129,7 @@ func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, 
 	hash := HashTools(tools)
 	r := l.r
 	r.mu.Lock()
-	if !l.liveLocked() {
+	if l.supersededLocked() {
 		r.mu.Unlock()
 		return hub.ToolChange{}, nil
 	}

@@ -19,7 +19,10 @@ func TestRestartRestoresFromSQLite(t *testing.T) {
 	d := h.device(sim.Config{DeviceID: "aa:00:00:00:0c:01", Lamp: true})
 	want := toolNames(h.readyTools(d.ID()))
 	iotDev := h.device(sim.Config{DeviceID: "aa:00:00:00:0c:02", Mode: sim.ModeIoT})
-	waitFor(t, "things", func() bool { return h.thing(iotDev.ID(), "Lamp") != nil })
+	waitFor(t, "the lamp's state", func() bool {
+		th := h.thing(iotDev.ID(), "Lamp")
+		return th != nil && th["state"].(map[string]any)["power"] != nil
+	})
 	if st, _ := h.call("PATCH", "/api/devices/"+d.ID(), map[string]any{"name": "吸顶灯", "room": "客厅", "aliases": []string{"ceiling light"}}); st != 200 {
 		t.Fatalf("patch = %d", st)
 	}

@@ -53,6 +53,8 @@ func (s *session) handleIoT(ctx context.Context, data []byte) {
 		s.badInput("bad_iot", err)
 		return
 	}
+	ctx, cancel := persisting(ctx)
+	defer cancel()
 	if len(msg.Descriptors) > 0 {
 		if err := s.link.DescribeThings(ctx, msg.Descriptors); err != nil {
 			s.log.Error("could not store IoT descriptors", "err", err)
@@ -107,7 +109,10 @@ func (s *session) discover(ctx context.Context, start time.Time, init bool) {
 			s.listMu.Unlock()
 			return
 		}
-		if err := s.link.SetServerInfo(ctx, info.Name, info.Version); err != nil {
+		pctx, cancel := persisting(ctx)
+		err = s.link.SetServerInfo(pctx, info.Name, info.Version)
+		cancel()
+		if err != nil {
 			s.log.Error("could not store server info", "err", err)
 		}
 	}
@@ -141,7 +146,9 @@ func (s *session) listOnce(ctx context.Context, start time.Time) {
 			return
 		}
 	}
-	change, serr := s.link.SetTools(ctx, tools)
+	pctx, pcancel := persisting(ctx)
+	change, serr := s.link.SetTools(pctx, tools)
+	pcancel()
 	if serr != nil {
 		s.log.Error("could not store tools", "err", serr)
 	}
@@ -157,4 +164,11 @@ func (s *session) listFailed(err error, start time.Time) {
 	s.srv.m.Discovered("error", time.Since(start).Seconds())
 	s.log.Warn("tool discovery failed", "err", err)
 	s.link.ToolsFailed(err)
+}
+
+// persisting returns a context for storing what the device reported: the
+// device hanging up right after it spoke must not lose what it said, so the
+// write ignores the connection's end and has a bound of its own.
+func persisting(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }

@@ -84,14 +84,24 @@ func (s *session) open(parent context.Context) bool {
 }
 
 // serve reads from the connection after a successful open, until it ends.
+// An idle device's goroutine waits in here for as long as it is connected,
+// so the frames below the read are kept small: a shallow stack lets the GC
+// shrink the goroutine's stack to 4 KiB.
 func (s *session) serve() {
-	ctx, cancel := s.ctx, s.cancel
-	defer cancel()
-	defer s.c.CloseNow()
+	s.connected()
+	s.ended(s.readLoop(s.ctx))
+}
+
+func (s *session) connected() {
 	s.srv.m.Connected(1)
 	s.log.Info("device connected", "remote", s.remote, "mcp", s.hello.MCP, "protocolVersion", s.version, "session", s.sid)
+}
 
-	err := s.readLoop(ctx)
+// ended cleans up after the read loop returned err.
+func (s *session) ended(err error) {
+	cancel := s.cancel
+	defer cancel()
+	defer s.c.CloseNow()
 	reason := describeEnd(err)
 	if r := s.closeReason.Load(); r != nil {
 		reason = *r
