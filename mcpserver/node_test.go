@@ -45,12 +45,18 @@ type nodeClient struct {
 
 func startNode(t *testing.T, url string) *nodeClient {
 	t.Helper()
+	// Locally the test skips without Node; in CI (.ci/run installs the SDK)
+	// a missing piece is a failure, not a silent skip.
+	skip := t.Skip
+	if os.Getenv("CI") != "" {
+		skip = t.Fatal
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed; the MCP TypeScript SDK test needs Node.js")
+		skip("node is not installed; the MCP TypeScript SDK test needs Node.js")
 	}
 	if _, err := os.Stat(filepath.Join("testdata", "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Skip("testdata/node_modules is missing: run `npm ci` in mcpserver/testdata to install @modelcontextprotocol/sdk")
+		skip("testdata/node_modules is missing: run `npm ci` in mcpserver/testdata to install @modelcontextprotocol/sdk")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	cmd := exec.CommandContext(ctx, node, "client.mjs")
