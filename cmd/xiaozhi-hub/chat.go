@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/xiaozhi-hub/hub/agent"
-	"github.com/xiaozhi-hub/hub/server"
 )
 
 const chatUsage = `usage: xiaozhi-hub chat [flags] "message"
@@ -36,33 +33,20 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, chatUsage)
 		fs.PrintDefaults()
 	}
-	hubURL := fs.String("hub", chatEnvOr("XZ_HUB_URL", "http://127.0.0.1:8000"), "the hub's base URL (env XZ_HUB_URL)")
-	token := fs.String("token", "", "admin API token (default: env XZ_HUB_API_TOKEN, else the "+server.TokenFile+" file in --data-dir)")
-	dataDir := fs.String("data-dir", chatEnvOr("XZ_HUB_DATA_DIR", "data"), "the hub's data directory, to read the API token from (env XZ_HUB_DATA_DIR)")
+	hub := addHubFlags(fs)
 	session := fs.String("session", "", "continue this conversation (each answer prints its session id)")
 	raw := fs.Bool("json", false, "print the events as JSON lines instead")
 
-	// Flags may follow the message: parse, take a word, parse the rest.
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		words = append(words, fs.Arg(0))
-		args = fs.Args()[1:]
+	words, code := parseInterspersed(fs, args)
+	if code >= 0 {
+		return code
 	}
 	message := strings.TrimSpace(strings.Join(words, " "))
 	if message == "" {
 		fs.Usage()
 		return 2
 	}
-	tok, err := chatToken(*token, *dataDir)
+	tok, err := hub.adminToken()
 	if err != nil {
 		fmt.Fprintf(stderr, "xiaozhi-hub chat: %v\n", err)
 		return 2
@@ -72,7 +56,7 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *raw {
 		on = func(e agent.Event) { fmt.Fprintf(stdout, "%s\n", mustJSON(e)) }
 	}
-	done, err := agent.Chat(ctx, http.DefaultClient, *hubURL, tok, agent.ChatRequest{Message: message, Session: *session}, on)
+	done, err := agent.Chat(ctx, http.DefaultClient, hub.url, tok, agent.ChatRequest{Message: message, Session: *session}, on)
 	switch {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "xiaozhi-hub chat: interrupted")
@@ -89,30 +73,6 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// chatToken finds the API token: the flag, XZ_HUB_API_TOKEN, or the token
-// file the hub writes in its data directory.
-func chatToken(flagValue, dataDir string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	if t := os.Getenv("XZ_HUB_API_TOKEN"); t != "" {
-		return t, nil
-	}
-	path := filepath.Join(dataDir, server.TokenFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("no API token: pass --token, set XZ_HUB_API_TOKEN, or run where the hub's data directory is (--data-dir; %s: %v)", path, err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
-func chatEnvOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 func mustJSON(e agent.Event) []byte {

@@ -4,20 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/xiaozhi-hub/hub/server"
 )
 
 const devicesUsage = `usage: xiaozhi-hub devices COMMAND [flags]
@@ -36,39 +30,23 @@ func devices(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("xiaozhi-hub devices", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, devicesUsage); fs.PrintDefaults() }
-	hubURL := fs.String("url", envOr("XZ_HUB_URL", defaultHubURL()), "the hub's base URL (env XZ_HUB_URL)")
-	token := fs.String("token", os.Getenv("XZ_HUB_API_TOKEN"), "admin API token (env XZ_HUB_API_TOKEN; default: read from <data-dir>/api-token)")
-	dataDir := fs.String("data-dir", envOr("XZ_HUB_DATA_DIR", server.DefaultConfig().DataDir), "the hub's data directory, for its token file (env XZ_HUB_DATA_DIR)")
+	hub := addHubFlags(fs)
 	name := fs.String("name", "", "approve: name for the device")
 	room := fs.String("room", "", "approve: room of the device")
-	// Flags may come before or after the positional arguments.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, code := parseInterspersed(fs, args)
+	if code >= 0 {
+		return code
 	}
 	if len(pos) == 0 {
 		fs.Usage()
 		return 2
 	}
-	if *token == "" {
-		data, err := os.ReadFile(filepath.Join(*dataDir, server.TokenFile))
-		if err != nil {
-			fmt.Fprintf(stderr, "xiaozhi-hub: no admin token: use --token or XZ_HUB_API_TOKEN, or --data-dir of the hub (%v)\n", err)
-			return 2
-		}
-		*token = strings.TrimSpace(string(data))
+	token, err := hub.adminToken()
+	if err != nil {
+		fmt.Fprintf(stderr, "xiaozhi-hub: %v\n", err)
+		return 2
 	}
-	c := apiClient{base: strings.TrimSuffix(*hubURL, "/"), token: *token}
-	var err error
+	c := apiClient{base: strings.TrimSuffix(hub.url, "/"), token: token}
 	switch {
 	case pos[0] == "pending" && len(pos) == 1:
 		err = c.pending(ctx, stdout)
@@ -167,25 +145,4 @@ func (c apiClient) do(ctx context.Context, method, path string, body, out any) e
 		return json.Unmarshal(data, out)
 	}
 	return nil
-}
-
-// defaultHubURL is the loopback URL of a hub listening on XZ_HUB_LISTEN
-// (or the default :8000).
-func defaultHubURL() string {
-	listen := envOr("XZ_HUB_LISTEN", server.DefaultConfig().Listen)
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "http://127.0.0.1:8000"
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port)
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
