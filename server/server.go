@@ -20,6 +20,7 @@ import (
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/api"
+	"github.com/xiaozhi-hub/hub/dashboard"
 	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/metrics"
@@ -129,7 +130,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 
 // routes mounts every endpoint on one mux: devices (WebSocket, OTA),
 // people and programs (REST, SSE, agent, MCP; all behind the admin token),
-// and the open /healthz and /metrics.
+// the open /healthz and /metrics, and the dashboard page at / (which holds
+// no data: it asks for the token and uses the API).
 func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 	auth := func(next http.Handler) http.Handler { return api.RequireToken(h.Token, next) }
 	mux := http.NewServeMux()
@@ -145,6 +147,7 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 	mux.Handle("POST /api/agent/chat", auth(agent.Handler(h.agent)))
 	mux.Handle("GET /api/agent/runs", auth(agent.RunsHandler(h.agent)))
 	mux.Handle("/mcp", auth(h.mcp))
+	mux.Handle("GET /{$}", dashboard.Handler())
 	return mux
 }
 
