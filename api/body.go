@@ -33,13 +33,27 @@ type bodySpec struct {
 // last). An empty body is an error unless allowEmpty, in which case dst is
 // left alone.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any, spec bodySpec, allowEmpty bool) error {
+	b, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeBytes(b, dst, spec, allowEmpty)
+}
+
+// readBody reads the request body, at most maxBody bytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return errTooLarge
+			return nil, errTooLarge
 		}
-		return hub.Errorf(hub.EBADREQUEST, "could not read the request body: %v", err)
+		return nil, hub.Errorf(hub.EBADREQUEST, "could not read the request body: %v", err)
 	}
+	return b, nil
+}
+
+// decodeBytes is decodeBody for a body already read.
+func decodeBytes(b []byte, dst any, spec bodySpec, allowEmpty bool) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		if allowEmpty {

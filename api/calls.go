@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
@@ -31,11 +32,12 @@ var callSpec = bodySpec{
 // not match the tool's inputSchema (the device is not contacted), 404, 409
 // offline, 502 device error or disconnect, 504 timeout.
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Arguments json.RawMessage `json:"arguments"`
-		TimeoutMs *int64          `json:"timeoutMs"`
+	var body callBody
+	raw, err := readBody(w, r)
+	if err == nil && !body.decodeFast(raw) {
+		err = decodeBytes(raw, &body, callSpec, true)
 	}
-	if err := decodeBody(w, r, &body, callSpec, true); err != nil {
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -67,7 +69,76 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	if len(res.Content) == 0 {
 		res.Content = json.RawMessage("[]")
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeCallResult(w, res)
+}
+
+// callBody is the body of a tool call.
+type callBody struct {
+	Arguments json.RawMessage `json:"arguments"`
+	TimeoutMs *int64          `json:"timeoutMs"`
+}
+
+var callBodyKeys = []string{"arguments", "timeoutMs"}
+
+// decodeFast decodes the common body, a JSON object with only "arguments"
+// and an integer (or null) "timeoutMs", as decodeBytes would, without
+// encoding/json's decoder. It reports false for every other body, which
+// decodeBytes then decodes or explains. Arguments share memory with b.
+func (c *callBody) decodeFast(b []byte) bool {
+	var vals [2][]byte
+	if !protocol.OnlyObjectMembers(b, callBodyKeys, vals[:]) {
+		return false
+	}
+	if t := vals[1]; t != nil && string(t) != "null" {
+		n, ok := plainInt(t)
+		if !ok {
+			return false
+		}
+		c.TimeoutMs = &n
+	}
+	c.Arguments = vals[0]
+	return true
+}
+
+// plainInt parses a JSON number written as an integer that fits int64.
+func plainInt(b []byte) (int64, bool) {
+	digits := b
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+// writeCallResult is writeJSON(w, 200, res) without reflection: the same
+// bytes, {"content":<content compacted>,"isError":<bool>} and a newline.
+func writeCallResult(w http.ResponseWriter, res hub.CallResult) {
+	var buf bytes.Buffer
+	buf.Grow(len(res.Content) + 32)
+	buf.WriteString(`{"content":`)
+	if json.Compact(&buf, res.Content) != nil {
+		writeJSON(w, http.StatusOK, res) // explains itself
+		return
+	}
+	if res.IsError {
+		buf.WriteString(`,"isError":true}` + "\n")
+	} else {
+		buf.WriteString(`,"isError":false}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
 }
 
 // listCalls answers {"calls":[…]}, newest first; ?device= keeps one

@@ -132,41 +132,47 @@ func (c *Client) Close(err error) {
 // EDEVICE when the device answered with an error (with its message),
 // ETIMEOUT when ctx's deadline passed, EGONE when the client was closed.
 func (c *Client) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	r, err := c.call(ctx, method, params)
+	return r.Result, err
+}
+
+// call is Call returning the whole reply (see protocol.RPC.ResultMembers).
+func (c *Client) call(ctx context.Context, method string, params any) (protocol.RPC, error) {
 	start := time.Now()
 	id, ch, err := c.register()
 	if err != nil {
-		return nil, err
+		return protocol.RPC{}, err
 	}
-	res, err := c.roundTrip(ctx, id, ch, method, params)
-	c.logExchange(method, id, params, res, err, time.Since(start))
-	return res, err
+	r, err := c.roundTrip(ctx, id, ch, method, params)
+	c.logExchange(method, id, params, r.Result, err, time.Since(start))
+	return r, err
 }
 
-func (c *Client) roundTrip(ctx context.Context, id int64, ch chan protocol.RPC, method string, params any) (json.RawMessage, error) {
+func (c *Client) roundTrip(ctx context.Context, id int64, ch chan protocol.RPC, method string, params any) (protocol.RPC, error) {
 	payload, err := protocol.EncodeRequest(id, method, params)
 	if err != nil {
 		c.forget(id)
-		return nil, hub.Errorf(hub.EINVALID, "encode %s request: %w", method, err)
+		return protocol.RPC{}, hub.Errorf(hub.EINVALID, "encode %s request: %w", method, err)
 	}
 	if err := c.send(ctx, payload); err != nil {
 		c.forget(id)
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, c.ctxError(ctxErr, method)
+			return protocol.RPC{}, c.ctxError(ctxErr, method)
 		}
-		return nil, hub.Errorf(hub.EGONE, "sending %s to the device failed: %w", method, err)
+		return protocol.RPC{}, hub.Errorf(hub.EGONE, "sending %s to the device failed: %w", method, err)
 	}
 	select {
 	case m, ok := <-ch:
 		if !ok {
-			return nil, c.closedError(method)
+			return protocol.RPC{}, c.closedError(method)
 		}
 		if m.Error != nil {
-			return nil, &hub.Error{Code: hub.EDEVICE, Message: "device error: " + m.Error.Message, Err: m.Error}
+			return protocol.RPC{}, &hub.Error{Code: hub.EDEVICE, Message: "device error: " + m.Error.Message, Err: m.Error}
 		}
-		return m.Result, nil
+		return m, nil
 	case <-ctx.Done():
 		c.forget(id)
-		return nil, c.ctxError(ctx.Err(), method)
+		return protocol.RPC{}, c.ctxError(ctx.Err(), method)
 	}
 }
 

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/protocol"
 )
 
 // ProtocolVersion is what the firmware implements and answers.
@@ -73,7 +75,8 @@ func (c *Client) ListTools(ctx context.Context) ([]hub.Tool, error) {
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		res, err := c.Call(ctx, "tools/list", params)
+		rpc, err := c.call(ctx, "tools/list", params)
+		res := rpc.Result
 		if err != nil {
 			if len(tools) > 0 {
 				return tools, fmt.Errorf("%w: page %d: %w", ErrIncomplete, page, err)
@@ -88,8 +91,10 @@ func (c *Client) ListTools(ctx context.Context) ([]hub.Tool, error) {
 			Tools      []json.RawMessage `json:"tools"`
 			NextCursor json.RawMessage   `json:"nextCursor"`
 		}
-		if err := json.Unmarshal(res, &r); err != nil {
-			return tools, fmt.Errorf("%w: page %d is malformed: %v", ErrIncomplete, page, err)
+		if !decodePage(rpc, &r.Tools, &r.NextCursor) {
+			if err := json.Unmarshal(res, &r); err != nil {
+				return tools, fmt.Errorf("%w: page %d is malformed: %v", ErrIncomplete, page, err)
+			}
 		}
 		for _, raw := range r.Tools {
 			t, err := decodeTool(raw)
@@ -124,6 +129,13 @@ func (c *Client) ListTools(ctx context.Context) ([]hub.Tool, error) {
 }
 
 func decodeTool(raw json.RawMessage) (hub.Tool, error) {
+	if t, ok := decodeToolFast(raw, true); ok {
+		return t, nil
+	}
+	return decodeToolJSON(raw)
+}
+
+func decodeToolJSON(raw json.RawMessage) (hub.Tool, error) {
 	var w struct {
 		Name        *string         `json:"name"`
 		Description string          `json:"description"`
@@ -140,28 +152,98 @@ func decodeTool(raw json.RawMessage) (hub.Tool, error) {
 	if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
 		t.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	if len(w.Annotations) > 0 && string(w.Annotations) != "null" {
-		t.Annotations = w.Annotations
+	annotate(&t, w.Annotations)
+	return t, nil
+}
+
+// annotate sets the tool's annotations and whether they make it user-only.
+func annotate(t *hub.Tool, annotations json.RawMessage) {
+	if len(annotations) > 0 && string(annotations) != "null" {
+		t.Annotations = annotations
 		var a struct {
 			Audience []string `json:"audience"`
 		}
-		if json.Unmarshal(w.Annotations, &a) == nil && len(a.Audience) > 0 && !slices.Contains(a.Audience, "assistant") {
+		if json.Unmarshal(annotations, &a) == nil && len(a.Audience) > 0 && !slices.Contains(a.Audience, "assistant") {
 			t.UserOnly = true // e.g. ["user"]: reboot, firmware upgrade (§8.4)
 		}
 	}
-	return t, nil
+}
+
+var (
+	pageKeys = []string{"tools", "nextCursor"}
+	toolKeys = []string{"name", "description", "inputSchema", "annotations"}
+)
+
+// decodePage is ListTools' decoding of a page, without reflection, for a
+// page whose "tools" is an array (or null or absent); elements and cursor
+// share memory with res. It reports false for anything else, which
+// encoding/json then decodes or rejects.
+func decodePage(r protocol.RPC, tools *[]json.RawMessage, next *json.RawMessage) bool {
+	var vals [2][]byte
+	if !r.ResultMembers(pageKeys, vals[:]) {
+		return false
+	}
+	switch list := vals[0]; {
+	case list == nil || string(list) == "null":
+	case list[0] == '[':
+		protocol.ValidElements(list, func(e []byte) bool {
+			*tools = append(*tools, e)
+			return true
+		})
+	default:
+		return false
+	}
+	*next = vals[1]
+	return true
+}
+
+// decodeToolFast is decodeTool without reflection for a well-formed tool:
+// an object with a non-empty string name and a string (or null) description.
+// Everything else takes encoding/json's path, for the same result or error.
+// valid says raw is known to be valid JSON (every element of a decoded
+// page is), so that it is not checked again.
+func decodeToolFast(raw []byte, valid bool) (hub.Tool, bool) {
+	var v [4][]byte
+	members := protocol.ObjectMembers
+	if valid {
+		members = protocol.ValidMembers
+	}
+	if !members(raw, toolKeys, v[:]) {
+		return hub.Tool{}, false
+	}
+	name, ok := protocol.String(v[0])
+	if !ok || name == "" {
+		return hub.Tool{}, false
+	}
+	t := hub.Tool{Name: name}
+	if d := v[1]; d != nil && string(d) != "null" {
+		if t.Description, ok = protocol.String(d); !ok {
+			return hub.Tool{}, false
+		}
+	}
+	if len(v[2]) == 0 || string(v[2]) == "null" {
+		t.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+	} else {
+		t.InputSchema = bytes.Clone(v[2]) // not the whole page: it is cached for long
+	}
+	annotate(&t, bytes.Clone(v[3]))
+	return t, true
 }
 
 // CallTool runs tools/call. A JSON-RPC error from the device (unknown tool,
 // bad argument, the tool failed) is an EDEVICE *hub.Error carrying the
 // device's message; isError results are returned as results.
 func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage) (hub.CallResult, error) {
-	res, err := c.Call(ctx, "tools/call", struct {
+	reply, err := c.call(ctx, "tools/call", struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}{name, args})
 	if err != nil {
 		return hub.CallResult{}, err
+	}
+	res := reply.Result
+	if content, isError, ok := decodeCallResult(reply); ok {
+		return hub.CallResult{Content: content, IsError: isError}, nil
 	}
 	var r struct {
 		Content json.RawMessage `json:"content"`
@@ -174,4 +256,28 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 		return hub.CallResult{}, hub.Errorf(hub.EDEVICE, "tools/call result from the device has no content array: %s", hub.Truncate(res, 120))
 	}
 	return hub.CallResult{Content: r.Content, IsError: r.IsError}, nil
+}
+
+var callResultKeys = []string{"content", "isError"}
+
+// decodeCallResult is the common case of CallTool's decoding, without
+// reflection: a result object with a content array and isError true, false
+// or absent. Anything else (and every error) takes encoding/json's path.
+// Content shares memory with res.
+func decodeCallResult(r protocol.RPC) (content json.RawMessage, isError, ok bool) {
+	var vals [2][]byte
+	if !r.ResultMembers(callResultKeys, vals[:]) {
+		return nil, false, false
+	}
+	switch string(vals[1]) {
+	case "", "null", "false":
+	case "true":
+		isError = true
+	default:
+		return nil, false, false
+	}
+	if len(vals[0]) == 0 || vals[0][0] != '[' {
+		return nil, false, false
+	}
+	return vals[0], isError, true
 }

@@ -16,6 +16,8 @@ type RPC struct {
 	Params json.RawMessage
 	Result json.RawMessage
 	Error  *RPCError
+
+	valid bool // decoded from JSON checked with json.Valid (see ResultMembers)
 }
 
 // RPCError is a JSON-RPC error object. Firmware sends only "message"
@@ -62,6 +64,7 @@ func parseIntID(raw json.RawMessage) (int64, bool) {
 
 // DecodeRPC decodes a JSON-RPC payload. It accepts error objects with or
 // without "code" and is strict only where meaning would otherwise be lost.
+// The raw members of the result may share memory with payload.
 func DecodeRPC(payload []byte) (RPC, error) {
 	var fields struct {
 		JSONRPC json.RawMessage `json:"jsonrpc"`
@@ -74,6 +77,9 @@ func DecodeRPC(payload []byte) (RPC, error) {
 	trimmed := bytes.TrimSpace(payload)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return RPC{}, fmt.Errorf("%w: MCP payload is not a JSON object", ErrMalformed)
+	}
+	if m, ok := decodeRPCFast(trimmed); ok && fastPaths {
+		return m, nil
 	}
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return RPC{}, fmt.Errorf("%w: MCP payload: %v", ErrMalformed, err)

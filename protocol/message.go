@@ -28,10 +28,13 @@ var ErrMalformed = errors.New("malformed message")
 type Message struct {
 	Type      string
 	SessionID string
-	// Payload is the raw "payload" member (MCP), nil when absent.
+	// Payload is the raw "payload" member (MCP), nil when absent. It may
+	// share memory with Raw.
 	Payload json.RawMessage
-	// Raw is the whole frame.
+	// Raw is the whole frame (the slice given to DecodeMessage).
 	Raw []byte
+
+	valid bool // Raw was checked with json.Valid: its parts need no check
 }
 
 // DecodeMessage decodes a text frame. It fails, wrapping ErrMalformed, when
@@ -45,6 +48,9 @@ func DecodeMessage(data []byte) (Message, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return Message{}, fmt.Errorf("%w: text frame is not a JSON object", ErrMalformed)
+	}
+	if m, ok := decodeMessageFast(data, trimmed); ok && fastPaths {
+		return m, nil
 	}
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return Message{}, fmt.Errorf("%w: invalid JSON: %v", ErrMalformed, err)
@@ -63,6 +69,22 @@ func DecodeMessage(data []byte) (Message, error) {
 		m.Payload = fields.Payload
 	}
 	return m, nil
+}
+
+// EnvelopePrefix returns the start of every MCP envelope of a session, for
+// AppendEnvelope: EncodeEnvelope(sid, p) equals AppendEnvelope(nil,
+// EnvelopePrefix(sid), p).
+func EnvelopePrefix(sessionID string) []byte {
+	e := EncodeEnvelope(sessionID, nil)
+	return e[:len(e)-1]
+}
+
+// AppendEnvelope appends the envelope of payload, given its session's
+// EnvelopePrefix, to dst.
+func AppendEnvelope(dst, prefix, payload []byte) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, payload...)
+	return append(dst, '}')
 }
 
 // EncodeEnvelope wraps an MCP JSON-RPC payload for the device.

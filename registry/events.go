@@ -49,6 +49,12 @@ func (b *broker) publish(ev hub.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
+		if s.dropped > 0 && len(s.ch) == cap(s.ch) {
+			// Still no room (only this publisher sends, under b.mu): count
+			// the event without building the notice.
+			s.dropped++
+			continue
+		}
 		if s.dropped > 0 {
 			// Tell the subscriber it missed something, as soon as there is room.
 			select {

@@ -126,8 +126,8 @@ func (l *Link) SetServerInfo(ctx context.Context, board, firmware string) error 
 // SetTools replaces the device's tool list with a complete one just fetched,
 // clears the stale mark, and returns what changed.
 func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, error) {
-	hash := HashTools(tools)
 	r := l.r
+	hash := r.hashes.hash(tools)
 	r.mu.Lock()
 	if l.supersededLocked() {
 		r.mu.Unlock()

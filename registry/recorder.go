@@ -13,8 +13,13 @@ import (
 // recorder persists call records and events off the call path, in the order
 // they happened. One goroutine drains a bounded queue and writes whatever has
 // accumulated as one batch per table, so a busy hub writes large batches and
-// an idle one writes at once. When the store falls behind and the queue is
-// full, records are dropped and counted rather than slowing calls down.
+// an idle one writes at once. While busy (the last write ended less than
+// recorderBusy ago) it also waits up to recorderLinger for a batch to fill:
+// a transaction costs as much as a few dozen records (every page it touches
+// is written to the WAL), so at a few thousand calls per second small
+// batches would cost more than the calls. When the store falls behind and
+// the queue is full, records are dropped and counted rather than slowing
+// calls down.
 type recorder struct {
 	store Store
 	log   *slog.Logger
@@ -35,6 +40,10 @@ type record struct {
 const (
 	recorderQueue = 16384
 	recorderBatch = 1024
+	// recorderFull is a batch that is written without lingering.
+	recorderFull   = 256
+	recorderBusy   = 10 * time.Millisecond
+	recorderLinger = 2 * time.Millisecond
 )
 
 func newRecorder(store Store, log *slog.Logger, m *metrics.Metrics) *recorder {
@@ -47,6 +56,9 @@ func (rc *recorder) run() {
 	defer close(rc.done)
 	var calls []hub.CallRecord
 	var events []hub.Event
+	var lastWrite time.Time
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for first := range rc.queue {
 		calls, events = calls[:0], events[:0]
 		add := func(r record) {
@@ -69,6 +81,22 @@ func (rc *recorder) run() {
 				break drain
 			}
 		}
+		if n := len(calls) + len(events); n < recorderFull && time.Since(lastWrite) < recorderBusy {
+			linger.Reset(recorderLinger)
+		fill:
+			for len(calls)+len(events) < recorderBatch {
+				select {
+				case r, ok := <-rc.queue:
+					if !ok {
+						break fill
+					}
+					add(r)
+				case <-linger.C:
+					break fill
+				}
+			}
+			linger.Stop()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := rc.store.AddCalls(ctx, calls); err != nil {
 			rc.log.Warn("could not persist call records", "count", len(calls), "err", err)
@@ -77,6 +105,7 @@ func (rc *recorder) run() {
 			rc.log.Warn("could not persist events", "count", len(events), "err", err)
 		}
 		cancel()
+		lastWrite = time.Now()
 	}
 }
 

@@ -46,6 +46,8 @@ type Registry struct {
 	val   *schema.Validator
 	bus   *broker
 	rec   *recorder
+	// hashes memoizes HashTools for SetTools.
+	hashes hashMemo
 
 	onDelete []func(ctx context.Context, id string) error
 

@@ -3,9 +3,11 @@ package registry
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/xiaozhi-hub/hub"
 )
@@ -29,6 +31,56 @@ func HashTools(tools []hub.Tool) string {
 		h.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// hashMemo remembers HashTools results by a digest of every field of the
+// tools. Devices on one firmware report the same list, and encoding each
+// tool as JSON is most of what SetTools costs, for every device that
+// connects. The digest covers everything HashTools reads, so a hit is the
+// answer HashTools would give; lists that differ only in JSON whitespace
+// just miss.
+type hashMemo struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]string
+}
+
+const hashMemoSize = 1024
+
+func (hm *hashMemo) hash(tools []hub.Tool) string {
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for _, t := range tools {
+		field([]byte(t.Name))
+		field([]byte(t.Description))
+		field(t.InputSchema)
+		field(t.Annotations)
+		if t.UserOnly {
+			field([]byte{1})
+		} else {
+			field([]byte{0})
+		}
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	hm.mu.Lock()
+	v, ok := hm.m[key]
+	hm.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = HashTools(tools)
+	hm.mu.Lock()
+	if hm.m == nil || len(hm.m) >= hashMemoSize {
+		hm.m = map[[sha256.Size]byte]string{}
+	}
+	hm.m[key] = v
+	hm.mu.Unlock()
+	return v
 }
 
 func canonical(t hub.Tool) hub.Tool {

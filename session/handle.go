@@ -13,7 +13,8 @@ import (
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
-// handleText dispatches one text frame by its type.
+// handleText dispatches one text frame by its type. MCP messages, the
+// common case, take a path with small stack frames (see serve).
 func (s *session) handleText(ctx context.Context, data []byte) {
 	m, err := protocol.DecodeMessage(data)
 	s.srv.m.Message("in", typeName(websocket.MessageText, m.Type), len(data))
@@ -21,24 +22,34 @@ func (s *session) handleText(ctx context.Context, data []byte) {
 		s.badInput("bad_message", err)
 		return
 	}
+	if m.Type == protocol.TypeMCP && s.client != nil && m.Payload != nil {
+		s.handleMCP(&m)
+		return
+	}
+	s.handleOther(ctx, m)
+}
+
+// handleMCP hands a device's JSON-RPC message to the MCP client.
+func (s *session) handleMCP(m *protocol.Message) {
+	rpc, err := m.DecodePayload()
+	if err != nil {
+		s.badInput("bad_mcp", err)
+		return
+	}
+	s.client.Deliver(rpc)
+}
+
+// handleOther handles every message but well-formed MCP ones.
+func (s *session) handleOther(ctx context.Context, m protocol.Message) {
 	switch m.Type {
 	case protocol.TypeMCP:
 		if s.client == nil {
 			s.badInput("mcp_without_feature", errors.New("MCP message from a device whose hello did not announce features.mcp"))
 			return
 		}
-		if m.Payload == nil {
-			s.badInput("bad_mcp", errors.New(`mcp message without a "payload" object`))
-			return
-		}
-		rpc, err := protocol.DecodeRPC(m.Payload)
-		if err != nil {
-			s.badInput("bad_mcp", err)
-			return
-		}
-		s.client.Deliver(rpc)
+		s.badInput("bad_mcp", errors.New(`mcp message without a "payload" object`))
 	case protocol.TypeIoT:
-		s.handleIoT(ctx, data)
+		s.handleIoT(ctx, m.Raw)
 	case protocol.TypeHello:
 		// One hello per connection; a second one changes nothing (§3.3).
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "note": "repeated hello ignored"})

@@ -27,7 +27,10 @@ type session struct {
 	id     Identity
 	remote string
 	sid    string // the session_id we give the device
-	log    *slog.Logger
+	// envelope is the start of every MCP message to the device
+	// (protocol.EnvelopePrefix of sid).
+	envelope []byte
+	log      *slog.Logger
 
 	version int // binary framing, from the hello or the header
 	hello   protocol.ClientHello
@@ -54,6 +57,7 @@ func newSession(s *Server, c *websocket.Conn, id Identity, remote string) *sessi
 		textBucket:  newBucket(s.opts.TextRate, 4*s.opts.TextRate),
 		audioBucket: newBucket(s.opts.AudioRate, 4*s.opts.AudioRate),
 	}
+	sess.envelope = protocol.EnvelopePrefix(sess.sid)
 	sess.active.Store(time.Now().UnixNano())
 	return sess
 }
@@ -185,9 +189,18 @@ func (s *session) handshake(ctx context.Context) error {
 }
 
 func (s *session) readLoop(ctx context.Context) error {
+	// Reads take no context: with one, the WebSocket library registers and
+	// removes a callback on it for every frame. The connection is closed
+	// once when ctx ends instead, and the read's error is then ctx's, as the
+	// library reports it.
+	stop := context.AfterFunc(ctx, func() { s.c.CloseNow() })
+	defer stop()
 	for {
-		typ, data, err := s.c.Read(ctx)
+		typ, data, err := s.c.Read(context.Background())
 		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("failed to get reader: %w", cerr)
+			}
 			return err
 		}
 		now := time.Now()
@@ -258,7 +271,8 @@ func (s *session) write(ctx context.Context, data []byte, typ string) error {
 }
 
 func (s *session) sendMCP(ctx context.Context, payload []byte) error {
-	return s.write(ctx, protocol.EncodeEnvelope(s.sid, payload), "mcp")
+	msg := make([]byte, 0, len(s.envelope)+len(payload)+1)
+	return s.write(ctx, protocol.AppendEnvelope(msg, s.envelope, payload), "mcp")
 }
 
 func describeEnd(err error) string {

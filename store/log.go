@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/xiaozhi-hub/hub"
 )
@@ -34,12 +35,9 @@ func (s *Store) AddCalls(ctx context.Context, cs []hub.CallRecord) error {
 		return nil
 	}
 	err := s.write(ctx, func(w *wtx) error {
-		var id int64
-		for _, c := range cs {
-			var err error
-			if id, err = insertCall(w, c); err != nil {
-				return fmt.Errorf("call to %s: %w", c.DeviceID, err)
-			}
+		id, err := insertCalls(w, cs)
+		if err != nil {
+			return err
 		}
 		return prune(w, `DELETE FROM calls WHERE id <= ?`, id, s.opts.MaxCalls)
 	})
@@ -48,6 +46,64 @@ func (s *Store) AddCalls(ctx context.Context, cs []hub.CallRecord) error {
 	}
 	return nil
 }
+
+// insertCalls inserts records in order, several per statement (one
+// statement per row costs about twice as much), and returns the last id.
+func insertCalls(w *wtx, cs []hub.CallRecord) (int64, error) {
+	var last int64
+	args := make([]any, 0, 9*min(len(cs), rowsPerInsert))
+	for len(cs) > 0 {
+		n := rowsIn(len(cs))
+		args = args[:0]
+		for _, c := range cs[:n] {
+			started, err := timeArg(c.Started)
+			if err != nil {
+				return 0, fmt.Errorf("call to %s: %w", c.DeviceID, err)
+			}
+			args = append(args, c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
+		}
+		res, err := w.exec(insertCallsSQL[n], args...)
+		if err != nil {
+			return 0, fmt.Errorf("call to %s: %w", cs[0].DeviceID, err)
+		}
+		if last, err = res.LastInsertId(); err != nil {
+			return 0, err
+		}
+		cs = cs[n:]
+	}
+	return last, nil
+}
+
+// Multi-row inserts come in a few sizes, so that few statements are prepared.
+const rowsPerInsert = 32
+
+var rowSizes = []int{rowsPerInsert, 8, 1}
+
+// rowsIn returns how many of n remaining rows the next statement inserts.
+func rowsIn(n int) int {
+	for _, k := range rowSizes {
+		if n >= k {
+			return k
+		}
+	}
+	return n
+}
+
+// multiInsert returns "INSERT … VALUES (?,…),(?,…)…" statements by row count.
+func multiInsert(head string, cols int) map[int]string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	out := map[int]string{}
+	for _, k := range rowSizes {
+		out[k] = head + " VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", k), ", ")
+	}
+	return out
+}
+
+var (
+	insertCallsSQL = multiInsert(`INSERT INTO calls (device_id, kind, tool, caller, arguments, result,
+		outcome, started, duration_ms)`, 9)
+	insertEventsSQL = multiInsert(`INSERT INTO events (type, device_id, time, data)`, 4)
+)
 
 func insertCall(w *wtx, c hub.CallRecord) (int64, error) {
 	started, err := timeArg(c.Started)
@@ -139,15 +195,21 @@ func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
 	}
 	err := s.write(ctx, func(w *wtx) error {
 		var id int64
-		for i, e := range es {
-			res, err := w.exec(`INSERT INTO events (type, device_id, time, data) VALUES (?, ?, ?, ?)`,
-				e.Type, e.DeviceID, rows[i].at, rows[i].data)
+		args := make([]any, 0, 4*min(len(es), rowsPerInsert))
+		for i := 0; i < len(es); {
+			n := rowsIn(len(es) - i)
+			args = args[:0]
+			for j := i; j < i+n; j++ {
+				args = append(args, es[j].Type, es[j].DeviceID, rows[j].at, rows[j].data)
+			}
+			res, err := w.exec(insertEventsSQL[n], args...)
 			if err != nil {
 				return err
 			}
 			if id, err = res.LastInsertId(); err != nil {
 				return err
 			}
+			i += n
 		}
 		return prune(w, `DELETE FROM events WHERE id <= ?`, id, s.opts.MaxEvents)
 	})

@@ -5,6 +5,7 @@
 //	xiaozhi-sim --url ws://127.0.0.1:8000/xiaozhi/v1/ --count 3 --demo
 //	xiaozhi-sim --count 100 --mode iot --id-prefix 02:00:00
 //	xiaozhi-sim --ota http://127.0.0.1:8000/xiaozhi/ota/   # like real firmware: OTA check and activation first
+//	xiaozhi-sim --load --count 15000 --rate 2000 --churn 1m  # load test (see load.go)
 package main
 
 import (
@@ -48,6 +49,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	query := fs.Bool("query", false, "send identity as URL query parameters instead of headers")
 	stagger := fs.Duration("stagger", 5*time.Millisecond, "delay between first connections")
 	verbose := fs.Bool("v", false, "debug logging")
+	load := addLoadFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,6 +67,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if load.enabled() {
+		return load.run(ctx, loadRun{*url, *token, *prefix, *count, *mode != string(sim.ModeMCP) || *demo || *otaURL != "" || *query}, log)
+	}
 
 	fc := sim.FleetConfig{
 		Base: sim.Config{

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package sim
+
+import "syscall"
+
+func bindNoPort(_, _ string, _ syscall.RawConn) error { return nil }
