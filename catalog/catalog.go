@@ -122,9 +122,15 @@ type deviceTools struct {
 	byName map[string]int
 }
 
+// ChangeEvents are the registry events that can change a catalog. Calls
+// and device chatter cannot, and subscribing to them would overflow the
+// subscription under call load and force needless full refreshes.
+var ChangeEvents = []string{hub.EventOnline, hub.EventOffline, hub.EventToolsChanged,
+	hub.EventIoTChanged, hub.EventDeviceUpdated, hub.EventDeviceDeleted}
+
 // New returns a catalog over reg. Close releases its event subscription.
 func New(reg *registry.Registry, opts Options) *Catalog {
-	events, stop := reg.Subscribe()
+	events, stop := reg.Subscribe(ChangeEvents...)
 	return &Catalog{reg: reg, opts: opts.withDefaults(), index: search.NewIndex(), events: events, stop: stop,
 		dirty: true, devs: map[string]*deviceTools{}, keys: map[string]string{}}
 }

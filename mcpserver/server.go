@@ -119,7 +119,7 @@ func New(reg *registry.Registry, opts Options) *Server {
 		SessionTimeout:             opts.SessionTimeout,
 		DisableLocalhostProtection: opts.DisableLocalhostProtection,
 	})
-	events, stop := reg.Subscribe() // before the first sync, so that no change is missed
+	events, stop := reg.Subscribe(catalog.ChangeEvents...) // before the first sync, so that no change is missed
 	s.stop = stop
 	s.sync()
 	go s.watch(events)

@@ -16,15 +16,22 @@ type broker struct {
 
 type subscriber struct {
 	ch      chan hub.Event
-	dropped int // events lost since the last delivered one; guarded by broker.mu
+	types   map[string]bool // nil: every type
+	dropped int             // events lost since the last delivered one; guarded by broker.mu
 }
 
 const subscriberBuffer = 256
 
 func newBroker() *broker { return &broker{subs: map[*subscriber]struct{}{}} }
 
-func (b *broker) subscribe() (<-chan hub.Event, func()) {
+func (b *broker) subscribe(types ...string) (<-chan hub.Event, func()) {
 	s := &subscriber{ch: make(chan hub.Event, subscriberBuffer)}
+	if len(types) > 0 {
+		s.types = map[string]bool{}
+		for _, t := range types {
+			s.types[t] = true
+		}
+	}
 	b.mu.Lock()
 	if b.closed {
 		close(s.ch)
@@ -49,6 +56,9 @@ func (b *broker) publish(ev hub.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
+		if s.types != nil && !s.types[ev.Type] {
+			continue
+		}
 		if s.dropped > 0 && len(s.ch) == cap(s.ch) {
 			// Still no room (only this publisher sends, under b.mu): count
 			// the event without building the notice.

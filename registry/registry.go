@@ -374,7 +374,13 @@ func (r *Registry) DeleteDevice(ctx context.Context, id string) error {
 // subscription. A subscriber that falls behind loses events rather than
 // slowing the hub; the channel carries a synthetic "events_dropped" event
 // when that happens.
-func (r *Registry) Subscribe() (<-chan hub.Event, func()) { return r.bus.subscribe() }
+//
+// With types, only events of those types are delivered (plus the
+// "events_dropped" notice): a subscriber that cares about device changes
+// is then not flooded by call_finished events under call load.
+func (r *Registry) Subscribe(types ...string) (<-chan hub.Event, func()) {
+	return r.bus.subscribe(types...)
+}
 
 // Calls returns recent call records, newest first.
 func (r *Registry) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error) {

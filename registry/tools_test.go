@@ -37,3 +37,23 @@ func TestDiffTools(t *testing.T) {
 		t.Fatal("no change expected")
 	}
 }
+
+func TestFilteredSubscription(t *testing.T) {
+	b := newBroker()
+	all, stopAll := b.subscribe()
+	defer stopAll()
+	some, stopSome := b.subscribe(hub.EventOnline)
+	defer stopSome()
+	// Far more call events than a buffer holds: the filtered subscriber
+	// neither sees them nor loses its online event to an overflow.
+	for range 3 * subscriberBuffer {
+		b.publish(hub.Event{Type: hub.EventCallFinished})
+	}
+	b.publish(hub.Event{Type: hub.EventOnline, DeviceID: "x"})
+	if ev := <-some; ev.Type != hub.EventOnline || ev.DeviceID != "x" {
+		t.Fatalf("filtered subscriber got %+v", ev)
+	}
+	if len(all) != subscriberBuffer {
+		t.Fatalf("unfiltered subscriber holds %d events, want a full buffer", len(all))
+	}
+}

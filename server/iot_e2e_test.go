@@ -70,10 +70,10 @@ func TestIoTFullCycle(t *testing.T) {
 	if st != 404 {
 		t.Fatalf("MCP call to an IoT device = %d %v", st, body)
 	}
-	_, calls := h.call("GET", "/api/calls?device="+id, nil)
-	if !strings.Contains(fmt.Sprint(calls), "Lamp.TurnOn") {
-		t.Fatalf("IoT commands should be in the call history: %v", calls)
-	}
+	waitFor(t, "the IoT command in the call history (written in the background)", func() bool {
+		_, calls := h.call("GET", "/api/calls?device="+id, nil)
+		return strings.Contains(fmt.Sprint(calls), "Lamp.TurnOn")
+	})
 }
 
 func TestIoTStatesSurviveReconnect(t *testing.T) {
