@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,6 +74,10 @@ type Server struct {
 
 	mu      sync.Mutex
 	exposed map[string]string // tool name → fingerprint of what was added
+	// stale is set when devices changed while no MCP session was open: the
+	// tools are then brought up to date by the next request instead, so a
+	// hub that no outside agent uses never builds the catalog.
+	stale atomic.Bool
 
 	stop func()
 	done chan struct{}
@@ -121,13 +126,26 @@ func New(reg *registry.Registry, opts Options) *Server {
 	})
 	events, stop := reg.Subscribe(catalog.ChangeEvents...) // before the first sync, so that no change is missed
 	s.stop = stop
-	s.sync()
+	s.stale.Store(true) // the first request syncs
 	go s.watch(events)
 	return s
 }
 
 // ServeHTTP serves MCP Streamable HTTP (POST, GET and DELETE on one path).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.stale.CompareAndSwap(true, false) {
+		s.sync()
+	}
+	s.handler.ServeHTTP(w, r)
+}
+
+// hasSessions reports whether any MCP client is connected.
+func (s *Server) hasSessions() bool {
+	for range s.mcp.Sessions() {
+		return true
+	}
+	return false
+}
 
 // Close stops following the registry and closes every MCP session.
 func (s *Server) Close() {
@@ -160,7 +178,11 @@ func (s *Server) watch(events <-chan hub.Event) {
 				timer.Reset(s.opts.Debounce)
 			}
 		case <-timer.C:
-			s.sync()
+			if s.hasSessions() {
+				s.sync() // the SDK tells the sessions the list changed
+			} else {
+				s.stale.Store(true)
+			}
 		}
 	}
 }
