@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/xiaozhi-hub/hub/catalog"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/server/servertest"
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
@@ -32,21 +32,7 @@ type e2eHome struct {
 
 func startE2E(t *testing.T) *e2eHome {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Listen, cfg.DataDir, cfg.APIToken, cfg.DeviceAuth = "127.0.0.1:0", t.TempDir(), "test-token-0123456789", "open"
-	h, err := server.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hub: %v", err)
-		}
-	})
+	h, _ := servertest.Start(t, nil)
 	home := &e2eHome{hub: h, devices: map[string]*sim.Device{}}
 	for _, d := range []struct {
 		cfg        sim.Config

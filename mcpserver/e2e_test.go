@@ -2,7 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +12,7 @@ import (
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/catalog"
 	"github.com/xiaozhi-hub/hub/mcpserver"
-	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/server/servertest"
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
@@ -21,21 +20,7 @@ import (
 // on firmware 2.x, named 吸顶灯 in 客厅, and serves /mcp over its registry.
 func startHubWithLamp(t *testing.T) (mcpURL string, lamp *sim.Device) {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Listen, cfg.DataDir, cfg.APIToken, cfg.DeviceAuth = "127.0.0.1:0", t.TempDir(), "test-token-0123456789", "open"
-	h, err := server.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hub: %v", err)
-		}
-	})
+	h, _ := servertest.Start(t, nil)
 	lamp = sim.New(sim.Config{URL: h.DeviceURL(), DeviceID: "02:00:00:00:00:01", Lamp: true, NoScreen: true})
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ccancel()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/server/servertest"
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
@@ -26,49 +26,19 @@ type testHub struct {
 	stop func()
 }
 
-// startHub runs a hub with cfg adjusted by edit, and stops it at cleanup.
+// startHub runs a hub with cfg adjusted by edit (in dir, or a fresh
+// temporary directory), and stops it at cleanup.
 func startHub(t testing.TB, dir string, edit func(*server.Config)) *testHub {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	cfg.DataDir = dir
-	cfg.APIToken = "test-token-0123456789"
-	cfg.DeviceAuth = "open" // most tests connect devices directly; OTA tests choose their policy
-	if edit != nil {
-		edit(&cfg)
-	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := server.Open(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatalf("open hub: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	th := &testHub{Hub: h, t: t, dir: dir}
-	var stopped bool
-	th.stop = func() {
-		if stopped {
-			return
+	h, stop := servertest.Start(t, func(c *server.Config) {
+		if dir != "" {
+			c.DataDir = dir
 		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hub stopped with %v", err)
+		if edit != nil {
+			edit(c)
 		}
-	}
-	t.Cleanup(th.stop)
-	return th
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	})
+	return &testHub{Hub: h, t: t, dir: h.Config().DataDir, stop: stop}
 }
 
 // call makes an API request with the admin token and decodes the JSON reply.

@@ -151,6 +151,9 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 	return mux
 }
 
+// Config is the configuration the hub runs with.
+func (h *Hub) Config() Config { return h.cfg }
+
 // Addr is the address the hub listens on.
 func (h *Hub) Addr() net.Addr { return h.ln.Addr() }
 
