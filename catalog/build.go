@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/xiaozhi-hub/hub"
@@ -24,7 +24,7 @@ func (c *Catalog) build(d hub.Device, fp, key string, tools []hub.Tool, things [
 			InputSchema: schema, UserOnly: t.UserOnly})
 	}
 	for _, th := range things {
-		for _, name := range sortedKeys(th.Methods) {
+		for _, name := range slices.Sorted(maps.Keys(th.Methods)) {
 			out = append(out, iotMethodTool(d, th, name, th.Methods[name]))
 		}
 		if len(th.Properties) > 0 || len(th.State) > 0 {
@@ -110,7 +110,7 @@ func objectSchema(raw json.RawMessage) (json.RawMessage, bool) {
 func iotMethodTool(d hub.Device, th hub.Thing, method string, m hub.ThingMethod) Tool {
 	props := map[string]any{}
 	required := []string{}
-	for _, name := range sortedKeys(m.Parameters) {
+	for _, name := range slices.Sorted(maps.Keys(m.Parameters)) {
 		p := m.Parameters[name]
 		prop := map[string]any{}
 		if t := jsonType(p.Type); t != "" {
@@ -142,7 +142,7 @@ func iotStateTool(d hub.Device, th hub.Thing) Tool {
 		desc += " (" + th.Description + ")"
 	}
 	var props []string
-	for _, name := range sortedKeys(th.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(th.Properties)) {
 		p := th.Properties[name]
 		s := name + " (" + p.Type + ")"
 		if p.Description != "" {
@@ -164,15 +164,6 @@ func jsonType(t string) string {
 		return t
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // rewriter replaces a device's own tool names, where descriptions quote them

@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,7 +61,7 @@ func MergeState(t *hub.Thing, state map[string]json.RawMessage, now time.Time) [
 		changed = append(changed, k)
 	}
 	t.StateUpdated = now
-	sort.Strings(changed)
+	slices.Sort(changed)
 	return changed
 }
 
@@ -89,11 +89,11 @@ func ValidateCommands(things map[string]*hub.Thing, cmds []hub.IoTCommand) error
 func validateCommand(things map[string]*hub.Thing, c hub.IoTCommand) error {
 	t, ok := things[c.Name]
 	if !ok {
-		return fmt.Errorf("unknown thing %q (known: %s)", c.Name, strings.Join(sortedKeys(things), ", "))
+		return fmt.Errorf("unknown thing %q (known: %s)", c.Name, strings.Join(slices.Sorted(maps.Keys(things)), ", "))
 	}
 	m, ok := t.Methods[c.Method]
 	if !ok {
-		return fmt.Errorf("thing %q has no method %q (methods: %s)", c.Name, c.Method, strings.Join(sortedKeys(t.Methods), ", "))
+		return fmt.Errorf("thing %q has no method %q (methods: %s)", c.Name, c.Method, strings.Join(slices.Sorted(maps.Keys(t.Methods)), ", "))
 	}
 	params := map[string]json.RawMessage{}
 	if len(c.Parameters) > 0 && string(c.Parameters) != "null" {
@@ -135,13 +135,4 @@ func typeMatches(typ string, v json.RawMessage) bool {
 		// An unknown declared type: allow scalars only.
 		return v[0] != '{' && v[0] != '['
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

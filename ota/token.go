@@ -2,15 +2,12 @@ package ota
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
+	"github.com/xiaozhi-hub/hub/secretfile"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -51,42 +48,16 @@ func verifyToken(secret []byte, deviceID string, generation int64, tok string) b
 // generating it with mode 0600 when the file does not exist. Deleting the
 // file invalidates every token issued so far.
 func loadSecret(path string, log *slog.Logger) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err == nil {
-		if info, serr := os.Stat(path); serr == nil && info.Mode().Perm()&0o077 != 0 {
-			log.Warn("the device token secret is readable by others; fixing its mode to 0600", "path", path)
-			if cerr := os.Chmod(path, 0o600); cerr != nil {
-				return nil, fmt.Errorf("device secret: %w", cerr)
-			}
-		}
-		secret, derr := hex.DecodeString(strings.TrimSpace(string(data)))
-		if derr != nil || len(secret) < 32 {
-			return nil, fmt.Errorf("device secret file %s is damaged (want 64 hex digits); delete it to generate a new one (devices then need to reboot)", path)
-		}
-		return secret, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("device secret: %w", err)
-	}
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	text, created, err := secretfile.Load(path, 32, log)
 	if err != nil {
 		return nil, fmt.Errorf("device secret: %w", err)
 	}
-	if _, err := f.WriteString(hex.EncodeToString(secret) + "\n"); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("device secret: %w", err)
+	secret, derr := hex.DecodeString(text)
+	if derr != nil || len(secret) < 32 {
+		return nil, fmt.Errorf("device secret file %s is damaged (want 64 hex digits); delete it to generate a new one (devices then need to reboot)", path)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("device secret: %w", err)
+	if created {
+		log.Info("generated the device token secret", "path", path)
 	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("device secret: %w", err)
-	}
-	log.Info("generated the device token secret", "path", path)
 	return secret, nil
 }

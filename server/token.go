@@ -1,15 +1,13 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/xiaozhi-hub/hub/secretfile"
 )
 
 // TokenFile is the admin token's file name inside the data directory.
@@ -25,39 +23,16 @@ func adminToken(cfg Config, log *slog.Logger) (string, error) {
 		return cfg.APIToken, nil
 	}
 	path := filepath.Join(cfg.DataDir, TokenFile)
-	data, err := os.ReadFile(path)
-	if err == nil {
-		if info, serr := os.Stat(path); serr == nil && info.Mode().Perm()&0o077 != 0 {
-			log.Warn("the API token file is readable by others; fixing its mode to 0600", "path", path)
-			if cerr := os.Chmod(path, 0o600); cerr != nil {
-				return "", fmt.Errorf("api token file: %w", cerr)
-			}
-		}
-		tok := strings.TrimSpace(string(data))
+	tok, created, err := secretfile.Load(path, 24, log)
+	if err != nil {
+		return "", fmt.Errorf("api token file: %w", err)
+	}
+	if !created {
 		if len(tok) < 16 {
 			return "", fmt.Errorf("api token file %s holds a token shorter than 16 characters; delete it to generate a new one", path)
 		}
 		log.Info("API token loaded", "path", path)
 		return tok, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("api token file: %w", err)
-	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	tok := hex.EncodeToString(b[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", fmt.Errorf("api token file: %w", err)
-	}
-	if _, err := f.WriteString(tok + "\n"); err != nil {
-		f.Close()
-		return "", fmt.Errorf("api token file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("api token file: %w", err)
 	}
 	// Printed once, on purpose: it is the only time the token is shown.
 	fmt.Fprintf(os.Stderr, "\nGenerated admin API token (saved to %s, shown only now):\n\n    %s\n\nUse it as: Authorization: Bearer %s\n\n", path, tok, tok)
