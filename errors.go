@@ -14,6 +14,7 @@ const (
 	EDEVICE       = "device_error"        // 502: the device answered with an error
 	EGONE         = "device_disconnected" // 502: the device went away mid-call
 	ETIMEOUT      = "timeout"             // 504
+	EBUSY         = "device_busy"         // 503: too many requests already wait for the device
 	EUNAUTHORIZED = "unauthorized"        // 401
 	ECONFLICT     = "conflict"            // 409
 	EINTERNAL     = "internal"            // 500

@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
@@ -42,6 +44,13 @@ type Options struct {
 	MaxPages, MaxListBytes, MaxTools int
 	// ClientVersion is sent as clientInfo.version.
 	ClientVersion string
+	// MaxInFlight bounds the requests sent to the device and not yet
+	// answered (default 4): the firmware runs tools one at a time on its
+	// main loop, so more only queue up on the device, where a caller's
+	// timeout cannot withdraw them. Further calls wait for a slot, up to
+	// MaxQueued of them (default 64); beyond that a call fails at once with
+	// EBUSY.
+	MaxInFlight, MaxQueued int
 }
 
 // Vision is the explain endpoint for the device's camera tool.
@@ -55,6 +64,10 @@ type Client struct {
 	send Sender
 	opts Options
 	log  *slog.Logger
+
+	slots  chan struct{} // one token per request in flight
+	queued atomic.Int64  // calls waiting for a slot
+	done   chan struct{} // closed by Close
 
 	mu      sync.Mutex
 	nextID  int64
@@ -80,8 +93,58 @@ func New(send Sender, opts Options) *Client {
 	if opts.ClientVersion == "" {
 		opts.ClientVersion = "dev"
 	}
-	return &Client{send: send, opts: opts, log: opts.Logger, pending: map[int64]chan protocol.RPC{}}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 4
+	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = 64
+	}
+	return &Client{send: send, opts: opts, log: opts.Logger, pending: map[int64]chan protocol.RPC{},
+		slots: make(chan struct{}, opts.MaxInFlight), done: make(chan struct{})}
 }
+
+// Awaits reports whether m is a response to a request of this client that
+// is still waiting for it: the hub asked for that message, so it is not
+// unsolicited traffic (the session does not count it against the device's
+// rate limit). Each request is answered once, so a device cannot use this
+// for more messages than the hub's own requests in flight.
+func (c *Client) Awaits(m *protocol.RPC) bool {
+	if !m.IsResponse() {
+		return false
+	}
+	id, ok := m.IntID()
+	return ok && c.awaits(id)
+}
+
+func (c *Client) awaits(id int64) bool {
+	c.mu.Lock()
+	_, found := c.pending[id]
+	c.mu.Unlock()
+	return found
+}
+
+// FailReply fails the request id at once with an EDEVICE error showing raw,
+// a reply to it that could not be decoded (see protocol.RecoverReplyID),
+// instead of letting its caller wait for the whole timeout. It reports
+// whether a request with that id was waiting.
+func (c *Client) FailReply(id int64, raw []byte) bool {
+	c.mu.Lock()
+	ch, found := c.pending[id]
+	if found {
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+	if !found {
+		return false
+	}
+	ch <- protocol.RPC{ID: json.RawMessage(strconv.FormatInt(id, 10)), Error: &protocol.RPCError{
+		Message: "its reply is not valid JSON (firmware 2.4 does not escape quotes in error messages): " + hub.Truncate(raw, maxRawReply),
+	}}
+	return true
+}
+
+// maxRawReply bounds the raw text of an undecodable reply shown in errors.
+const maxRawReply = 512
 
 // Deliver hands a message from the device to the client: a response
 // completes its pending request, a notification goes to OnNotification, and
@@ -122,6 +185,11 @@ func (c *Client) Close(err error) {
 	}
 	pending := c.pending
 	c.pending = map[int64]chan protocol.RPC{}
+	select {
+	case <-c.done:
+	default:
+		close(c.done)
+	}
 	c.mu.Unlock()
 	for _, ch := range pending {
 		close(ch)
@@ -139,6 +207,11 @@ func (c *Client) Call(ctx context.Context, method string, params any) (json.RawM
 // call is Call returning the whole reply (see protocol.RPC.ResultMembers).
 func (c *Client) call(ctx context.Context, method string, params any) (protocol.RPC, error) {
 	start := time.Now()
+	release, err := c.acquire(ctx, method)
+	if err != nil {
+		return protocol.RPC{}, err
+	}
+	defer release()
 	id, ch, err := c.register()
 	if err != nil {
 		return protocol.RPC{}, err
@@ -183,6 +256,35 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 		return fmt.Errorf("encode %s: %w", method, err)
 	}
 	return c.send(ctx, payload)
+}
+
+// acquire waits for a slot for one request in flight (see
+// Options.MaxInFlight) and returns its release.
+func (c *Client) acquire(ctx context.Context, method string) (release func(), err error) {
+	release = func() { <-c.slots }
+	select {
+	case c.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	if c.queued.Add(1) > int64(c.opts.MaxQueued) {
+		c.queued.Add(-1)
+		return nil, hub.Errorf(hub.EBUSY, "the device is busy: %d requests are in flight and %d more are waiting; try again later",
+			c.opts.MaxInFlight, c.opts.MaxQueued)
+	}
+	defer c.queued.Add(-1)
+	select {
+	case c.slots <- struct{}{}:
+		return release, nil
+	case <-c.done:
+		return nil, c.closedError(method)
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, &hub.Error{Code: hub.ETIMEOUT, Err: ctx.Err(), Message: fmt.Sprintf(
+				"%s was not sent in time: the device was busy with %d earlier requests", method, c.opts.MaxInFlight)}
+		}
+		return nil, c.ctxError(ctx.Err(), method)
+	}
 }
 
 func (c *Client) register() (int64, chan protocol.RPC, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/coder/websocket"
@@ -14,29 +15,80 @@ import (
 )
 
 // handleText dispatches one text frame by its type. MCP messages, the
-// common case, take a path with small stack frames (see serve).
-func (s *session) handleText(ctx context.Context, data []byte) {
+// common case, take a path with small stack frames (see serve). It takes a
+// token from the device's text budget for every frame but a reply to a
+// request of the hub (see mcpclient.Client.Awaits): the limit is for what
+// the device sends unasked, and the hub bounds its own requests. It returns
+// an error when the device is over its budget and was disconnected.
+func (s *session) handleText(ctx context.Context, data []byte, now time.Time) error {
+	data = protocol.ValidText(data) // the one place device text enters
 	m, err := protocol.DecodeMessage(data)
 	s.srv.m.Message("in", typeName(websocket.MessageText, m.Type), len(data))
 	if err != nil {
+		if s.failReply(data) {
+			return nil
+		}
+		if err := s.budget(now); err != nil {
+			return err
+		}
 		s.badInput("bad_message", err)
-		return
+		return nil
 	}
 	if m.Type == protocol.TypeMCP && s.client != nil && m.Payload != nil {
-		s.handleMCP(&m)
-		return
+		return s.handleMCP(&m, now)
+	}
+	if err := s.budget(now); err != nil {
+		return err
 	}
 	s.handleOther(ctx, m)
+	return nil
+}
+
+// budget takes a token from the device's text budget, or disconnects it.
+func (s *session) budget(now time.Time) error {
+	if s.textBucket.take(now) {
+		return nil
+	}
+	return s.refuse(websocket.StatusPolicyViolation, fmt.Sprintf("too many messages: the limit is %.0f per second", s.srv.opts.TextRate))
 }
 
 // handleMCP hands a device's JSON-RPC message to the MCP client.
-func (s *session) handleMCP(m *protocol.Message) {
+func (s *session) handleMCP(m *protocol.Message, now time.Time) error {
 	rpc, err := m.DecodePayload()
 	if err != nil {
+		if s.failReply(m.Raw) {
+			return nil
+		}
+		if err := s.budget(now); err != nil {
+			return err
+		}
 		s.badInput("bad_mcp", err)
-		return
+		return nil
+	}
+	if !s.client.Awaits(&rpc) {
+		if err := s.budget(now); err != nil {
+			return err
+		}
 	}
 	s.client.Deliver(rpc)
+	return nil
+}
+
+// failReply fails at once the pending request a frame that could not be
+// decoded answers, when its id can be found (firmware 2.4 does not escape
+// quotes in error messages, §12.25), so that the caller hears about it
+// instead of waiting for its timeout. The frame is still recorded as bad
+// input. It reports whether a pending request was failed.
+func (s *session) failReply(frame []byte) bool {
+	if s.client == nil {
+		return false
+	}
+	id, payload, ok := protocol.RecoverReplyID(frame)
+	if !ok || !s.client.FailReply(id, payload) {
+		return false
+	}
+	s.badInput("bad_mcp_reply", fmt.Errorf("reply to request %d is not valid JSON: %s", id, hub.Truncate(payload, 200)))
+	return true
 }
 
 // handleOther handles every message but well-formed MCP ones.

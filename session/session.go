@@ -138,6 +138,7 @@ func (s *session) handshake(ctx context.Context) error {
 		if typ != websocket.MessageText {
 			continue // audio before the hello: nothing to do with it yet
 		}
+		data = protocol.ValidText(data)
 		m, err := protocol.DecodeMessage(data)
 		if err != nil || m.Type != protocol.TypeHello {
 			s.srv.m.ProtocolError("before_hello")
@@ -215,11 +216,9 @@ func (s *session) readLoop(ctx context.Context) error {
 			}
 			continue // audio is counted and dropped for now
 		}
-		if !s.textBucket.take(now) {
-			s.srv.m.Message("in", "other", len(data))
-			return s.refuse(websocket.StatusPolicyViolation, fmt.Sprintf("too many messages: the limit is %.0f per second", s.srv.opts.TextRate))
+		if err := s.handleText(ctx, data, now); err != nil {
+			return err
 		}
-		s.handleText(ctx, data)
 	}
 }
 

@@ -42,6 +42,7 @@ type link struct {
 	// Guarded by Device.mu.
 	helloed bool
 	err     error // why the link failed before the hello was accepted
+	lists   int   // tools/list requests received (for Faults.FailLists)
 }
 
 // drop closes the TCP connection without a WebSocket Close frame: the

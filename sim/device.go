@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,6 +140,28 @@ type Faults struct {
 	// UnknownIDReplies sends, before each reply, a result for an id the hub
 	// never used.
 	UnknownIDReplies bool
+	// UnescapedErrors inserts JSON-RPC error messages without escaping
+	// them, as firmware 2.4.2's ReplyError does (§8.2, §12.25): a message
+	// with a quote makes the whole frame invalid JSON.
+	UnescapedErrors bool
+	// FailLists answers the first FailLists tools/list requests of each
+	// connection with an error, like a device asked right after boot.
+	FailLists int
+	// StatesFirst (IoT) sends the full states before the descriptors when
+	// the channel opens, as v1.7.7 does when listening starts at once.
+	StatesFirst bool
+	// InvalidUTF8 puts the bytes 0xFF 0xFE (never valid UTF-8) at the start
+	// of every description and result text the device sends.
+	InvalidUTF8 bool
+}
+
+// invalidUTF8 is what the InvalidUTF8 fault inserts.
+const invalidUTF8 = "\xff\xfe"
+
+// withInvalidUTF8 applies the InvalidUTF8 fault to JSON text.
+func withInvalidUTF8(js string) string {
+	js = strings.ReplaceAll(js, `"description":"`, `"description":"`+invalidUTF8)
+	return strings.ReplaceAll(js, `"text":"`, `"text":"`+invalidUTF8)
 }
 
 // Device states, as in the firmware's state machine (§5.3).

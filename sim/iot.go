@@ -149,10 +149,22 @@ func (t *thing) stateJSON(d *Device) string {
 // The sim sends it right after the descriptors, as §9 describes, and
 // remembers it, so later deltas carry only what changed.
 func (d *Device) sendIoTOpen(l *link) {
-	for _, t := range d.things() {
-		_ = d.sendText(l, []byte(`{"session_id":"`+d.SessionID()+`","type":"iot","update":true,"descriptors":[`+t.descriptorJSON()+`]}`))
+	d.mu.Lock()
+	f := d.faults
+	d.mu.Unlock()
+	if f.StatesFirst {
+		d.sendIoTStates(l, false) // FAULT: before any descriptor
 	}
-	d.sendIoTStates(l, false)
+	for _, t := range d.things() {
+		js := t.descriptorJSON()
+		if f.InvalidUTF8 {
+			js = withInvalidUTF8(js)
+		}
+		_ = d.sendText(l, []byte(`{"session_id":"`+d.SessionID()+`","type":"iot","update":true,"descriptors":[`+js+`]}`))
+	}
+	if !f.StatesFirst {
+		d.sendIoTStates(l, false)
+	}
 }
 
 // sendIoTStates sends all states, or with delta only the things whose

@@ -92,6 +92,14 @@ func (d *Device) toolsList(l *link, id int, params map[string]json.RawMessage) {
 	loop := d.faults.PaginationLoop
 	d.mu.Unlock()
 
+	d.mu.Lock()
+	l.lists++
+	fail := l.lists <= d.faults.FailLists
+	d.mu.Unlock()
+	if fail {
+		d.replyError(l, id, "Tool list not ready") // FAULT
+		return
+	}
 	page, first, next, failed := listPage(tools, cursor, withUser)
 	if failed {
 		d.replyError(l, id, "Failed to add tool "+next+" because of payload size limit")
@@ -258,10 +266,14 @@ func (d *Device) replyResult(l *link, id int, result string) {
 func (d *Device) replyError(l *link, id int, msg string) {
 	d.mu.Lock()
 	code := d.faults.ErrorCode
+	q := quote(msg)
+	if d.faults.UnescapedErrors {
+		q = `"` + msg + `"` // what ReplyError really does (§12.25)
+	}
 	d.mu.Unlock()
-	e := `{"message":` + quote(msg) + `}`
+	e := `{"message":` + q + `}`
 	if code != 0 {
-		e = `{"code":` + strconv.Itoa(code) + `,"message":` + quote(msg) + `}`
+		e = `{"code":` + strconv.Itoa(code) + `,"message":` + q + `}`
 	}
 	d.reply(l, id, `"error":`+e)
 }
@@ -273,6 +285,9 @@ func (d *Device) reply(l *link, id int, body string) {
 		d.mu.Lock()
 		f := d.faults
 		d.mu.Unlock()
+		if f.InvalidUTF8 {
+			payload = withInvalidUTF8(payload)
+		}
 		send := func() {
 			if f.UnknownIDReplies {
 				_ = d.sendText(l, d.envelope(`{"jsonrpc":"2.0","id":`+strconv.Itoa(1<<30+id)+`,"result":{}}`))

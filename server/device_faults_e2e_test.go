@@ -1,0 +1,74 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/xiaozhi-hub/hub/sim"
+)
+
+// Firmware 2.4.2 inserts error messages into its reply without escaping
+// them: a quote makes the frame invalid JSON. The call must fail at once
+// with the device's text, not wait for its whole timeout.
+func TestUnescapedDeviceErrorFailsTheCallAtOnce(t *testing.T) {
+	h := startHub(t, "", nil)
+	check := bystander(t, h)
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:0f:01", Faults: sim.Faults{UnescapedErrors: true}},
+		sim.FailingTool("self.test.mode", `Invalid mode: a"b`))
+	h.readyTools(d.ID())
+	st, body := h.call("POST", "/api/devices/"+d.ID()+"/tools/self.test.mode/call", map[string]any{"timeoutMs": 20000})
+	if st != 502 || errCode(body) != "device_error" || !strings.Contains(errMessage(body), `Invalid mode: a"b`) {
+		t.Fatalf("call = %d %v, want 502 device_error with the device's raw text", st, body)
+	}
+	if !d.Connected() {
+		t.Fatal("the device must stay connected")
+	}
+	h.waitEvent(d.ID(), "bad_mcp_reply")
+	check()
+}
+
+// Bytes that are not UTF-8 in what a device sends must not reach API or
+// SSE clients, which fail to decode them.
+func TestInvalidUTF8FromDevicesIsNotServed(t *testing.T) {
+	h := startHub(t, "", nil)
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:0f:02", Faults: sim.Faults{InvalidUTF8: true}},
+		&sim.Tool{Name: "self.test.echo", Description: "Echo.", Handler: func(_ context.Context, _ sim.Args) (any, error) { return "hello", nil }})
+	iotDev := h.device(sim.Config{DeviceID: "aa:00:00:00:0f:03", Mode: sim.ModeIoT, Faults: sim.Faults{InvalidUTF8: true}})
+	h.readyTools(d.ID())
+	waitFor(t, "IoT things", func() bool { return h.thing(iotDev.ID(), "Lamp") != nil })
+	raw := func(method, path string) []byte {
+		t.Helper()
+		req, _ := http.NewRequest(method, h.URL()+path, strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+h.Token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return b
+	}
+	for _, req := range [][2]string{
+		{"POST", "/api/devices/" + d.ID() + "/tools/self.test.echo/call"},
+		{"GET", "/api/devices/" + d.ID() + "/tools"},
+		{"GET", "/api/devices/" + iotDev.ID() + "/iot"},
+		{"GET", "/api/calls?limit=10"},
+	} {
+		path := req[1]
+		b := raw(req[0], path)
+		if strings.HasPrefix(path, "/api/calls") { // call records are written asynchronously
+			waitFor(t, "the call record", func() bool { b = raw("GET", path); return bytes.Contains(b, []byte("self.test.echo")) })
+		}
+		if !utf8.Valid(b) {
+			t.Errorf("%s: response is not valid UTF-8: %q", path, b)
+		}
+		if !bytes.Contains(b, []byte("\uFFFD")) {
+			t.Errorf("%s: the device's text is missing (want U+FFFD in place of the bad bytes): %s", path, b)
+		}
+	}
+}
