@@ -46,6 +46,9 @@ type Device struct {
 	ThingCount int    `json:"thingCount"`
 	ToolsHash  string `json:"toolsHash,omitempty"`
 	ToolsStale bool   `json:"toolsStale"`
+	// ToolsError says why fetching the tool list failed on the current
+	// connection (and whether the hub still retries); empty once it worked.
+	ToolsError string `json:"toolsError,omitempty"`
 }
 
 // DevicePatch is a change people make to a device. Nil fields are left alone.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/iot"
@@ -64,6 +65,7 @@ func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	e.dev.MCP = info.MCP
 	e.dev.LastSeen = now
 	e.stale = info.MCP // until the device's list is fetched again
+	e.failed = ""
 	view := r.viewLocked(e)
 	r.mu.Unlock()
 
@@ -138,6 +140,7 @@ func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, 
 		old = l.e.tools.tools
 	}
 	same := l.e.tools != nil && l.e.tools.hash == hash
+	l.e.failed = ""
 	if !same {
 		r.releaseLocked(l.e.tools)
 		l.e.tools = r.internLocked(hash, tools)
@@ -160,10 +163,34 @@ func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, 
 	return change, nil
 }
 
-// ToolsFailed records that fetching the tool list failed; the cached list
-// (if any) stays, still marked stale.
-func (l *Link) ToolsFailed(err error) {
-	l.r.publish(hub.EventToolsError, l.id, map[string]string{"error": err.Error()})
+// DiscoveryFailure is one failed attempt at a discovery step.
+type DiscoveryFailure struct {
+	Step    string        // "initialize" or "tools/list"
+	Attempt int           // from 1
+	Err     error         // what went wrong
+	RetryIn time.Duration // the wait before the next attempt; 0: the hub gave up
+}
+
+// ToolsFailed records that fetching the tool list failed, in the device's
+// record (ToolsError, until the list is fetched) and as a tools_error
+// event; the cached list (if any) stays, still marked stale.
+func (l *Link) ToolsFailed(f DiscoveryFailure) {
+	msg := fmt.Sprintf("%s attempt %d failed: %v", f.Step, f.Attempt, f.Err)
+	data := map[string]any{"error": f.Err.Error(), "step": f.Step, "attempt": f.Attempt}
+	if f.RetryIn > 0 {
+		msg += fmt.Sprintf("; retrying in %v", f.RetryIn)
+		data["retryInMs"] = f.RetryIn.Milliseconds()
+	} else {
+		msg += "; gave up until the device reconnects or reports a tool change"
+		data["gaveUp"] = true
+	}
+	l.r.mu.Lock()
+	if l.liveLocked() {
+		l.e.failed = msg
+	}
+	l.r.mu.Unlock()
+	data["message"] = msg
+	l.r.publish(hub.EventToolsError, l.id, data)
 }
 
 // DescribeThings adds or replaces IoT things by name (firmware sends one

@@ -67,6 +67,7 @@ type entry struct {
 	things map[string]*hub.Thing
 	link   *Link // the live connection, nil when offline
 	saveMu sync.Mutex
+	failed string // why discovery failed on the current connection
 }
 
 // New returns a Registry over store. Call Load before serving.
@@ -402,6 +403,7 @@ func (r *Registry) viewLocked(e *entry) hub.Device {
 	d.Online = e.link != nil
 	d.ThingCount = len(e.things)
 	d.ToolsStale = e.stale
+	d.ToolsError = e.failed
 	if e.tools != nil {
 		d.ToolCount = len(e.tools.tools)
 		d.ToolsHash = e.tools.hash

@@ -3,10 +3,12 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/xiaozhi-hub/hub/sim"
@@ -70,5 +72,45 @@ func TestInvalidUTF8FromDevicesIsNotServed(t *testing.T) {
 		if !bytes.Contains(b, []byte("\uFFFD")) {
 			t.Errorf("%s: the device's text is missing (want U+FFFD in place of the bad bytes): %s", path, b)
 		}
+	}
+}
+
+// A device asked for its tools right after boot may answer badly; the hub
+// asks again (after 1 s) while the connection lives, and says what happened.
+func TestToolDiscoveryIsRetried(t *testing.T) {
+	h := startHub(t, "", nil)
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:0f:04", Faults: sim.Faults{FailLists: 1}})
+	tools := h.readyTools(d.ID())
+	if len(tools) == 0 {
+		t.Fatal("no tools")
+	}
+	h.waitEvent(d.ID(), "tools/list attempt 1 failed: device error: Tool list not ready; retrying in 1s")
+	if _, dev := h.call("GET", "/api/devices/"+d.ID(), nil); dev["toolsError"] != nil {
+		t.Fatalf("toolsError %v after a successful retry, want none", dev["toolsError"])
+	}
+}
+
+// A device that never answers its list well is given up on after a few
+// attempts, and its record says so.
+func TestToolDiscoveryGivesUp(t *testing.T) {
+	h := startHub(t, "", nil)
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:0f:05", Faults: sim.Faults{FailLists: 1000}})
+	deadline := time.Now().Add(60 * time.Second) // 1 + 2 + 4 s of waits
+	for {
+		_, dev := h.call("GET", "/api/devices/"+d.ID(), nil)
+		msg, _ := dev["toolsError"].(string)
+		if strings.Contains(msg, "tools/list attempt 4 failed") && strings.Contains(msg, "gave up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("discovery never gave up; toolsError %q", msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 1; i <= 3; i++ {
+		h.waitEvent(d.ID(), fmt.Sprintf("tools/list attempt %d failed", i))
+	}
+	if !d.Connected() {
+		t.Fatal("the device must stay connected")
 	}
 }

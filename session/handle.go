@@ -162,11 +162,12 @@ func (s *session) startListing(start time.Time, init bool) {
 // keep arriving meanwhile. It clears s.listing when it returns.
 func (s *session) discover(ctx context.Context, start time.Time, init bool) {
 	if init {
-		rctx, cancel := context.WithTimeout(ctx, s.srv.opts.RequestTimeout)
-		info, err := s.client.Initialize(rctx)
-		cancel()
+		var info mcpclient.ServerInfo
+		err := s.retry(ctx, "initialize", start, func(rctx context.Context) (err error) {
+			info, err = s.client.Initialize(rctx)
+			return err
+		})
 		if err != nil {
-			s.listFailed(err, start)
 			s.listMu.Lock()
 			s.listing, s.relist = false, false
 			s.listMu.Unlock()
@@ -193,18 +194,61 @@ func (s *session) discover(ctx context.Context, start time.Time, init bool) {
 	}
 }
 
+// retry runs a discovery step until it succeeds, up to DiscoveryAttempts
+// times with a doubling wait between attempts (a device asked right after
+// boot may answer its first request badly), recording every failure. It
+// stops when the connection ends. An answer that is a valid empty list is
+// success: only errors are retried.
+func (s *session) retry(ctx context.Context, step string, start time.Time, op func(context.Context) error) error {
+	wait := s.srv.opts.DiscoveryBackoff
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, s.srv.opts.RequestTimeout)
+		err := op(rctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || hub.ErrorCode(err) == hub.EGONE {
+			return err // the connection ended: nobody to ask
+		}
+		f := registry.DiscoveryFailure{Step: step, Attempt: attempt, Err: err}
+		if attempt < s.srv.opts.DiscoveryAttempts {
+			f.RetryIn = wait
+		}
+		s.listFailed(f, start)
+		if f.RetryIn == 0 {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		wait *= 2
+	}
+}
+
 func (s *session) listOnce(ctx context.Context, start time.Time) {
-	rctx, cancel := context.WithTimeout(ctx, s.srv.opts.RequestTimeout)
-	tools, err := s.client.ListTools(rctx)
-	cancel()
-	if err != nil && !(errors.Is(err, mcpclient.ErrIncomplete) && len(tools) > 0) {
-		s.listFailed(err, start)
+	var tools []hub.Tool
+	var incomplete error
+	err := s.retry(ctx, "tools/list", start, func(rctx context.Context) error {
+		var err error
+		tools, err = s.client.ListTools(rctx)
+		if errors.Is(err, mcpclient.ErrIncomplete) && len(tools) > 0 {
+			incomplete = err // the device answered; asking again gives the same list
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return
 	}
-	if err != nil {
-		// Incomplete: a cache that exists is kept; a device with none gets
-		// what could be read, and the error is recorded either way.
-		s.listFailed(err, start)
+	if incomplete != nil {
+		// A cache that exists is kept; a device with none gets what could
+		// be read, and the error is recorded either way.
+		s.listFailed(registry.DiscoveryFailure{Step: "tools/list", Attempt: 1, Err: incomplete}, start)
 		if cached, _, _ := s.srv.opts.Registry.Tools(s.id.DeviceID); len(cached) > 0 {
 			return
 		}
@@ -215,7 +259,7 @@ func (s *session) listOnce(ctx context.Context, start time.Time) {
 	if serr != nil {
 		s.log.Error("could not store tools", "err", serr)
 	}
-	if err == nil {
+	if incomplete == nil {
 		d := time.Since(start)
 		s.srv.m.Discovered("ok", d.Seconds())
 		s.log.Info("tools cached", "tools", len(tools), "ms", float64(d.Microseconds())/1000,
@@ -223,10 +267,10 @@ func (s *session) listOnce(ctx context.Context, start time.Time) {
 	}
 }
 
-func (s *session) listFailed(err error, start time.Time) {
+func (s *session) listFailed(f registry.DiscoveryFailure, start time.Time) {
 	s.srv.m.Discovered("error", time.Since(start).Seconds())
-	s.log.Warn("tool discovery failed", "err", err)
-	s.link.ToolsFailed(err)
+	s.log.Warn("tool discovery failed", "step", f.Step, "attempt", f.Attempt, "retryIn", f.RetryIn, "err", f.Err)
+	s.link.ToolsFailed(f)
 }
 
 // persisting returns a context for storing what the device reported: the

@@ -34,6 +34,11 @@ type Options struct {
 	HelloTimeout time.Duration
 	// RequestTimeout bounds each discovery request (default 30 s).
 	RequestTimeout time.Duration
+	// DiscoveryAttempts bounds the tries of each discovery step
+	// (initialize, tools/list) per connection (default 4); the first retry
+	// waits DiscoveryBackoff (default 1 s), each later one twice as long.
+	DiscoveryAttempts int
+	DiscoveryBackoff  time.Duration
 	// MaxMessageBytes is the largest frame accepted (default 256 KiB; the
 	// firmware sends at most 64 KiB). Larger frames close the connection
 	// with status 1009.
@@ -84,6 +89,10 @@ func New(opts Options) *Server {
 	}
 	def(&opts.HelloTimeout, 10*time.Second)
 	def(&opts.RequestTimeout, 30*time.Second)
+	def(&opts.DiscoveryBackoff, time.Second)
+	if opts.DiscoveryAttempts <= 0 {
+		opts.DiscoveryAttempts = 4
+	}
 	def(&opts.PingInterval, 30*time.Second)
 	def(&opts.PingTimeout, 15*time.Second)
 	if opts.MaxMessageBytes <= 0 {
