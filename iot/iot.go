@@ -88,8 +88,18 @@ func ValidateCommands(things map[string]*hub.Thing, cmds []hub.IoTCommand) error
 
 func validateCommand(things map[string]*hub.Thing, c hub.IoTCommand) error {
 	t, ok := things[c.Name]
-	if !ok {
-		return fmt.Errorf("unknown thing %q (known: %s)", c.Name, strings.Join(slices.Sorted(maps.Keys(things)), ", "))
+	if !ok || !described(t) {
+		var known []string
+		for name, t := range things {
+			if described(t) {
+				known = append(known, name)
+			}
+		}
+		if len(known) == 0 {
+			return fmt.Errorf("unknown thing %q: the device has not described any things yet; a legacy device sends its descriptors when its audio channel opens, so wake it (start a conversation) and try again", c.Name)
+		}
+		slices.Sort(known)
+		return fmt.Errorf("unknown thing %q (known: %s)", c.Name, strings.Join(known, ", "))
 	}
 	m, ok := t.Methods[c.Method]
 	if !ok {
@@ -116,6 +126,12 @@ func validateCommand(things map[string]*hub.Thing, c hub.IoTCommand) error {
 		}
 	}
 	return nil
+}
+
+// described reports whether the device has sent a descriptor for t (a
+// thing known only from a state has no methods, properties or description).
+func described(t *hub.Thing) bool {
+	return len(t.Methods) > 0 || len(t.Properties) > 0 || t.Description != ""
 }
 
 func typeMatches(typ string, v json.RawMessage) bool {

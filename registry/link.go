@@ -198,9 +198,13 @@ func (l *Link) ToolsFailed(f DiscoveryFailure) {
 func (l *Link) DescribeThings(ctx context.Context, descs []hub.Thing) error {
 	r := l.r
 	saved := make([]hub.Thing, 0, len(descs))
+	now := r.opts.Now()
 	r.mu.Lock()
 	for _, d := range descs {
 		t := iot.Describe(d, l.e.things[d.Name])
+		if early := l.e.early.Take(t.Name); early != nil {
+			iot.MergeState(&t, early, now) // states that came first
+		}
 		l.e.things[t.Name] = &t
 		saved = append(saved, iot.Clone(t))
 	}
@@ -221,9 +225,9 @@ type ThingState struct {
 	State map[string]json.RawMessage
 }
 
-// ReportStates merges full or delta states into the cached things. A state
-// for a thing with no descriptor yet creates a bare thing (the descriptor may
-// follow), so no reported value is lost.
+// ReportStates merges full or delta states into the cached things. The
+// state of a thing with no descriptor yet is kept aside (bounded, see
+// iot.Early) and merged when its descriptor arrives.
 func (l *Link) ReportStates(ctx context.Context, states []ThingState) error {
 	r := l.r
 	now := r.opts.Now()
@@ -232,12 +236,15 @@ func (l *Link) ReportStates(ctx context.Context, states []ThingState) error {
 		fields []string
 	}
 	var out []changed
+	var dropped []string
 	r.mu.Lock()
 	for _, s := range states {
 		t := l.e.things[s.Name]
 		if t == nil {
-			t = &hub.Thing{Name: s.Name, Properties: map[string]hub.ThingProperty{}, Methods: map[string]hub.ThingMethod{}}
-			l.e.things[s.Name] = t
+			if !l.e.early.Keep(s.Name, s.State) {
+				dropped = append(dropped, s.Name)
+			}
+			continue
 		}
 		if fields := iot.MergeState(t, s.State, now); len(fields) > 0 {
 			out = append(out, changed{iot.Clone(*t), fields})
@@ -254,6 +261,10 @@ func (l *Link) ReportStates(ctx context.Context, states []ThingState) error {
 			changes[f] = c.thing.State[f]
 		}
 		r.publish(hub.EventIoTChanged, l.id, map[string]any{"thing": c.thing.Name, "state": changes})
+	}
+	if len(dropped) > 0 {
+		errs = append(errs, fmt.Errorf("states of undescribed things %v of %s dropped: more than %d things or %d values wait for a descriptor",
+			dropped, l.id, iot.MaxEarlyThings, iot.MaxEarlyValues))
 	}
 	return errors.Join(errs...)
 }

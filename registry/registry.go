@@ -67,7 +67,8 @@ type entry struct {
 	things map[string]*hub.Thing
 	link   *Link // the live connection, nil when offline
 	saveMu sync.Mutex
-	failed string // why discovery failed on the current connection
+	failed string    // why discovery failed on the current connection
+	early  iot.Early // IoT states that came before their thing's descriptor
 }
 
 // New returns a Registry over store. Call Load before serving.

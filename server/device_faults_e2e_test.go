@@ -114,3 +114,58 @@ func TestToolDiscoveryGivesUp(t *testing.T) {
 		t.Fatal("the device must stay connected")
 	}
 }
+
+// Firmware 1.7.7 may send its first states before its descriptors: the
+// things must still get their descriptors, methods and states, and commands
+// must work.
+func TestIoTStatesBeforeDescriptors(t *testing.T) {
+	h := startHub(t, "", nil)
+	d := h.device(sim.Config{DeviceID: "aa:00:00:00:0f:06", Mode: sim.ModeIoT, IoTThings: sim.ThingsV177,
+		Faults: sim.Faults{StatesFirst: true}})
+	id := d.ID()
+	waitFor(t, "the lamp with its descriptor and state", func() bool {
+		l := h.thing(id, "Lamp")
+		if l == nil {
+			return false
+		}
+		methods, _ := l["methods"].(map[string]any)
+		state, _ := l["state"].(map[string]any)
+		return methods["turn_on"] != nil && state["power"] == false
+	})
+	st, body := h.call("POST", "/api/devices/"+id+"/iot/commands", map[string]any{
+		"commands": []map[string]any{{"name": "Lamp", "method": "turn_on", "parameters": map[string]any{}}},
+	})
+	if st != 202 {
+		t.Fatalf("commands = %d %v", st, body)
+	}
+	waitFor(t, "the lamp on", d.LampOn)
+}
+
+// Commands to a device that has sent states but no descriptors yet are
+// refused with a message that says what to do.
+func TestIoTCommandBeforeAnyDescriptor(t *testing.T) {
+	h := startHub(t, "", nil)
+	c := h.rawDevice("aa:00:00:00:0f:07")
+	send(t, c, `{"session_id":"","type":"iot","update":true,"states":[{"name":"Lamp","state":{"power":false}}]}`)
+	var body map[string]any
+	waitFor(t, "the refusal", func() bool {
+		var st int
+		st, body = h.call("POST", "/api/devices/aa:00:00:00:0f:07/iot/commands", map[string]any{
+			"commands": []map[string]any{{"name": "Lamp", "method": "turn_on", "parameters": map[string]any{}}},
+		})
+		return st == 422
+	})
+	if msg := errMessage(body); !strings.Contains(msg, "has not described any things yet") {
+		t.Fatalf("message %q, want it to say no things are described yet", msg)
+	}
+	if l := h.thing("aa:00:00:00:0f:07", "Lamp"); l != nil {
+		t.Fatalf("a thing without a descriptor is listed: %v", l)
+	}
+	// The state is not lost: it shows once the descriptor arrives.
+	send(t, c, `{"session_id":"","type":"iot","update":true,"descriptors":[{"name":"Lamp","description":"A lamp","properties":{"power":{"description":"on","type":"boolean"}},"methods":{"turn_on":{"description":"on","parameters":{}}}}]}`)
+	waitFor(t, "the lamp with its early state", func() bool {
+		l := h.thing("aa:00:00:00:0f:07", "Lamp")
+		state, _ := l["state"].(map[string]any)
+		return l != nil && l["description"] == "A lamp" && state["power"] == false
+	})
+}
