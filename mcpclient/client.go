@@ -138,7 +138,7 @@ func (c *Client) FailReply(id int64, raw []byte) bool {
 		return false
 	}
 	ch <- protocol.RPC{ID: json.RawMessage(strconv.FormatInt(id, 10)), Error: &protocol.RPCError{
-		Message: "its reply is not valid JSON (firmware 2.4 does not escape quotes in error messages): " + hub.Truncate(raw, maxRawReply),
+		Message: "the reply is not valid JSON: " + hub.Truncate(raw, maxRawReply), // firmware 2.4 does not escape error messages
 	}}
 	return true
 }
