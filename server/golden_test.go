@@ -97,6 +97,7 @@ type conversation struct {
 	lastID  string
 	ids     map[string]string // hub-assigned id → <idN>
 	pending []chan string     // API answers, oldest first
+	labels  []string          // and their "METHOD PATH"
 }
 
 func runConversation(t *testing.T, ar *txtar) []byte {
@@ -166,16 +167,19 @@ func (cv *conversation) step(verb, rest string) error {
 		ch := make(chan string, 1)
 		cv.pending = append(cv.pending, ch)
 		label := fields[0] + " " + fields[1]
-		go func() { ch <- label + " -> " + cv.api(fields[0], fields[1], body) }()
+		// The answer is normalised by await, on this goroutine: the
+		// id map is only touched here.
+		go func() { ch <- cv.api(fields[0], fields[1], body) }()
+		cv.labels = append(cv.labels, label)
 	case "await":
 		if len(cv.pending) == 0 {
 			return fmt.Errorf("no API request to await")
 		}
-		ch := cv.pending[0]
-		cv.pending = cv.pending[1:]
+		ch, label := cv.pending[0], cv.labels[0]
+		cv.pending, cv.labels = cv.pending[1:], cv.labels[1:]
 		select {
 		case s := <-ch:
-			fmt.Fprintf(&cv.out, "api %s\n", s)
+			fmt.Fprintf(&cv.out, "api %s -> %s\n", label, cv.normalize([]byte(s)))
 		case <-cv.ctx.Done():
 			return cv.ctx.Err()
 		}
@@ -186,7 +190,7 @@ func (cv *conversation) step(verb, rest string) error {
 		}
 		var last string
 		deadline := time.Now().Add(10 * time.Second)
-		for last = cv.api("GET", path, ""); !strings.Contains(last, text); last = cv.api("GET", path, "") {
+		for last = cv.normalize([]byte(cv.api("GET", path, ""))); !strings.Contains(last, text); last = cv.normalize([]byte(cv.api("GET", path, ""))) {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("GET %s never contained %s; last: %s", path, text, last)
 			}
@@ -242,7 +246,9 @@ func (cv *conversation) normalize(data []byte) string {
 }
 
 // api makes a request with the admin token and returns "<status> <body>",
-// the body re-encoded with sorted keys and normalised.
+// the body re-encoded with sorted keys and with times and durations
+// replaced. It touches nothing of cv but ctx and h, so it may run on any
+// goroutine.
 func (cv *conversation) api(method, path, body string) string {
 	var rd io.Reader
 	if body != "" {
@@ -268,7 +274,7 @@ func (cv *conversation) api(method, path, body string) string {
 		_ = enc.Encode(stable(v))
 		data = bytes.TrimRight(b.Bytes(), "\n")
 	}
-	return strconv.Itoa(res.StatusCode) + " " + cv.normalize(data)
+	return strconv.Itoa(res.StatusCode) + " " + string(data)
 }
 
 // stable replaces values that change from run to run: times and durations.
