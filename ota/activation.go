@@ -119,7 +119,7 @@ type activateBody struct {
 	HMAC         string `json:"hmac"`
 }
 
-// serveActivate answers the device's polling (§2.4): 200 once the device is
+// serveActivate answers the device's polling (docs/protocol.md §2.4): 200 once the device is
 // approved, 202 while its code waits for a person. It never waits itself:
 // the firmware gives up after 30 s and polls again anyway.
 func (s *Service) serveActivate(w http.ResponseWriter, r *http.Request) {

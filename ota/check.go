@@ -18,7 +18,7 @@ import (
 // maxCheckBody bounds the system-info body (the firmware's is ~2 KB).
 const maxCheckBody = 64 << 10
 
-// The OTA answer (§2.2). Every member name is at most 15 characters: the
+// The OTA answer (docs/protocol.md §2.2). Every member name is at most 15 characters: the
 // firmware copies websocket members into NVS, whose keys are limited to 15,
 // and aborts when a write fails. There is no mqtt member: its presence,
 // even empty, switches the device to MQTT. websocket values are all sent,

@@ -1,5 +1,5 @@
 // Package ota is how real devices find, trust and update through the hub
-// (device-protocol.md §2):
+// (docs/protocol.md §2):
 //
 //	POST /xiaozhi/ota/                         the check every device makes at boot:
 //	                                           server time, WebSocket URL, token and

@@ -13,7 +13,7 @@ import (
 	"github.com/xiaozhi-hub/hub/server"
 )
 
-// otaRequest sends what the firmware sends (§2.1) for device id to path,
+// otaRequest sends what the firmware sends (docs/protocol.md §2.1) for device id to path,
 // with extra headers set ("" removes one), and returns the answer.
 func (h *testHub) otaRequest(method, path, id string, extra map[string]string, body string) reply {
 	h.t.Helper()

@@ -8,7 +8,7 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-// Identity is who a connecting device says it is (device-protocol.md §3.1).
+// Identity is who a connecting device says it is (docs/protocol.md §3.1).
 // Browser clients cannot set headers, so each value may also come as a
 // query parameter (device-id, client-id, protocol-version, authorization or
 // token; "_" and case are ignored in the names).
