@@ -43,7 +43,7 @@ func (s *Service) apiApprove(w http.ResponseWriter, r *http.Request) {
 
 // apiTrust answers GET /api/devices/{id}/trust.
 func (s *Service) apiTrust(w http.ResponseWriter, r *http.Request) {
-	t, err := s.TrustOf(r.Context(), r.PathValue("id"))
+	t, err := s.TrustOf(r.Context(), hub.NormalizeDeviceID(r.PathValue("id")))
 	if err != nil {
 		s.refuse(w, r, err)
 		return
@@ -60,7 +60,7 @@ func (s *Service) apiTrust(w http.ResponseWriter, r *http.Request) {
 // apiRevoke answers DELETE /api/devices/{id}/token and
 // POST /api/devices/{id}/token/revoke.
 func (s *Service) apiRevoke(w http.ResponseWriter, r *http.Request) {
-	t, err := s.Revoke(r.Context(), r.PathValue("id"))
+	t, err := s.Revoke(r.Context(), hub.NormalizeDeviceID(r.PathValue("id")))
 	if err != nil {
 		s.refuse(w, r, err)
 		return
