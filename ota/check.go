@@ -140,7 +140,7 @@ func (s *Service) readCheck(w http.ResponseWriter, r *http.Request) (checkInfo, 
 		if body[0] != '{' || json.Compact(&buf, body) != nil {
 			return c, hub.Errorf(hub.EBADREQUEST, "the body must be the device's system-info JSON object (or empty)")
 		}
-		c.systemInfo = buf.Bytes()
+		c.systemInfo = summarizeSystemInfo(buf.Bytes())
 	}
 	return c, nil
 }

@@ -51,7 +51,7 @@ func (s *memStore) SaveTrust(_ context.Context, t Trust) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.m[t.DeviceID]
-	cur.DeviceID, cur.Generation, cur.Approved, cur.Revoked = t.DeviceID, t.Generation, t.Approved, t.Revoked
+	cur.DeviceID, cur.ClientID, cur.Generation, cur.Approved, cur.Revoked = t.DeviceID, t.ClientID, t.Generation, t.Approved, t.Revoked
 	cur.ActivationVersion, cur.SerialNumber, cur.ActivationHMAC = t.ActivationVersion, t.SerialNumber, t.ActivationHMAC
 	s.m[t.DeviceID] = cur
 	return nil
@@ -61,7 +61,10 @@ func (s *memStore) RecordCheck(_ context.Context, t Trust) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.m[t.DeviceID]
-	cur.DeviceID, cur.ClientID, cur.Board, cur.Firmware, cur.LastCheck = t.DeviceID, t.ClientID, t.Board, t.Firmware, t.LastCheck
+	cur.DeviceID, cur.Board, cur.Firmware, cur.LastCheck = t.DeviceID, t.Board, t.Firmware, t.LastCheck
+	if cur.ClientID == "" {
+		cur.ClientID = t.ClientID
+	}
 	if t.SystemInfo != nil {
 		cur.SystemInfo = t.SystemInfo
 	}
