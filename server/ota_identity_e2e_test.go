@@ -204,7 +204,10 @@ func TestMACCaseIsOneDevice(t *testing.T) {
 		}
 	}
 	d.Close()
-	waitFor(t, "offline", func() bool { _, dev := h.call("GET", "/api/devices/de:00:00:00:0a:51", nil); return dev["online"] == false })
+	waitFor(t, "offline", func() bool {
+		_, dev := h.call("GET", "/api/devices/de:00:00:00:0a:51", nil)
+		return dev["online"] == false
+	})
 	h.device(sim.Config{DeviceID: "de:00:00:00:0a:51"})
 	_, all := h.call("GET", "/api/devices", nil)
 	if n := len(all["devices"].([]any)); n != 1 {
