@@ -78,10 +78,10 @@ type Options struct {
 	// CodeTTL is how long an activation code stays valid (default 10 min).
 	CodeTTL time.Duration
 	// MaxPending bounds the activations waiting at once (default 1000);
-	// MaxPendingPerAddr the codes issued to one source address (default 4).
+	// MaxPendingPerAddr the codes issued to one source address (default 8).
 	MaxPending, MaxPendingPerAddr int
 	// RatePerAddr and BurstPerAddr bound the OTA checks and /activate
-	// polls of one source address (default 1 a second, bursts of 20).
+	// polls of one source address (default 2 a second, bursts of 30).
 	RatePerAddr  float64
 	BurstPerAddr int
 	// FirmwareDir holds firmware images as <board>/<version>.bin; empty:
@@ -139,13 +139,13 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		opts.MaxPending = 1000
 	}
 	if opts.MaxPendingPerAddr <= 0 {
-		opts.MaxPendingPerAddr = 4
+		opts.MaxPendingPerAddr = 8
 	}
 	if opts.RatePerAddr <= 0 {
-		opts.RatePerAddr = 1
+		opts.RatePerAddr = 2
 	}
 	if opts.BurstPerAddr <= 0 {
-		opts.BurstPerAddr = 20
+		opts.BurstPerAddr = 30
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -78,22 +78,26 @@ func (ps *pendingSet) oldestSeen(keep func(*pending) bool) *pending {
 	return old
 }
 
-// makeRoom frees a place for a new code from addr. An address holding
-// perAddr codes gives up its own oldest-seen one: a flood from one address
-// only replaces its own codes. When max codes are waiting, the one seen
-// longest ago goes, unless its device was seen within keepSeen (it is
-// really there, polling): then the new device is refused, 503, and its
-// firmware retries.
+// makeRoom frees a place for a new code from addr, or refuses it (503:
+// the firmware retries later). A code whose device was seen within keepSeen
+// is never given up: that device is really there, polling. An address
+// holding perAddr codes gives up its own oldest-seen one, so a flood from
+// one address only replaces its own codes; when max codes are waiting, the
+// one seen longest ago, from any address, goes.
 func (ps *pendingSet) makeRoom(addr string, now time.Time, max, perAddr int) error {
+	stale := func(p *pending) bool { return p != nil && now.Sub(p.lastSeen()) >= keepSeen }
 	if ps.perAddr[addr] >= perAddr {
-		if p := ps.oldestSeen(func(p *pending) bool { return p.Remote == addr }); p != nil {
-			ps.remove(p)
+		p := ps.oldestSeen(func(p *pending) bool { return p.Remote == addr })
+		if !stale(p) {
+			return &httpError{http.StatusServiceUnavailable, hub.EINTERNAL,
+				"too many devices at this address are waiting for activation, all of them polling; approve some first"}
 		}
+		ps.remove(p)
 	}
 	if len(ps.byKey) < max {
 		return nil
 	}
-	if p := ps.oldestSeen(func(*pending) bool { return true }); p != nil && now.Sub(p.lastSeen()) >= keepSeen {
+	if p := ps.oldestSeen(func(*pending) bool { return true }); stale(p) {
 		ps.remove(p)
 		return nil
 	}
