@@ -97,6 +97,7 @@ func (c apiClient) pending(ctx context.Context, w io.Writer) error {
 		Activations []struct {
 			Code, DeviceID, Board, Firmware, RemoteAddr string
 			Expires                                     time.Time
+			Rebind                                      bool
 		}
 	}
 	if err := c.do(ctx, "GET", "/api/activations", nil, &out); err != nil {
@@ -108,11 +109,22 @@ func (c apiClient) pending(ctx context.Context, w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CODE\tDEVICE\tBOARD\tFIRMWARE\tFROM\tEXPIRES IN")
+	rebind := false
 	for _, a := range out.Activations {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Code, a.DeviceID, a.Board, a.Firmware, a.RemoteAddr,
+		id := a.DeviceID
+		if a.Rebind {
+			id, rebind = id+" *", true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Code, id, a.Board, a.Firmware, a.RemoteAddr,
 			time.Until(a.Expires).Round(time.Second))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rebind {
+		fmt.Fprintln(w, "* already approved with another Client-Id: approving re-binds it; do so only if the device was re-flashed and shows this code")
+	}
+	return nil
 }
 
 type apiClient struct{ base, token string }
