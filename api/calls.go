@@ -150,7 +150,7 @@ func (s *Server) listCalls(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	f := hub.CallFilter{DeviceID: q.Get("device"), Limit: limit}
+	f := hub.CallFilter{DeviceID: hub.NormalizeDeviceID(q.Get("device")), Limit: limit}
 	if f.DeviceID != "" {
 		if _, err := s.reg.Device(f.DeviceID); err != nil {
 			s.fail(w, r, err)
