@@ -55,6 +55,7 @@ func ParseIdentity(r *http.Request) (Identity, error) {
 	if err := checkDeviceID(id.DeviceID); err != nil {
 		return id, err
 	}
+	id.DeviceID = hub.NormalizeDeviceID(id.DeviceID)
 	if len(id.ClientID) > 128 {
 		return id, hub.Errorf(hub.EBADREQUEST, "Client-Id is longer than 128 characters")
 	}
