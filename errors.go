@@ -18,6 +18,7 @@ const (
 	EUNAUTHORIZED = "unauthorized"        // 401
 	ECONFLICT     = "conflict"            // 409
 	EINTERNAL     = "internal"            // 500
+	ETOOMANY      = "too_many_requests"   // 429: slow down (Retry-After says when)
 )
 
 // Error is an error with a code and a message a person can act on.

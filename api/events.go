@@ -24,7 +24,7 @@ import (
 // A ": keepalive" comment goes out every 15 s. The stream ends when the
 // client goes away or the registry closes.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
-	device := r.URL.Query().Get("device")
+	device := hub.NormalizeDeviceID(r.URL.Query().Get("device"))
 	rc := http.NewResponseController(w)
 
 	h := w.Header()
