@@ -20,7 +20,7 @@ func ValidText(data []byte) []byte {
 
 // RecoverReplyID finds the JSON-RPC id of an MCP frame that is not valid
 // JSON, such as the error replies of firmware 2.4.2, which inserts the
-// message without escaping it (device-protocol.md §8.2, §12.25):
+// message without escaping it (docs/protocol.md §8.2, §12.25):
 //
 //	{"session_id":"…","type":"mcp","payload":{"jsonrpc":"2.0","id":9,"error":{"message":"Invalid mode: a"b"}}}
 //
