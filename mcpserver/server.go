@@ -31,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/catalog"
 	"github.com/xiaozhi-hub/hub/registry"
 )
@@ -50,8 +51,11 @@ type Options struct {
 	MaxResultBytes int
 	// CallTimeout bounds each device call (0: the registry's default).
 	CallTimeout time.Duration
-	// SessionTimeout closes MCP sessions idle this long (default 30 min).
+	// SessionTimeout closes MCP sessions idle this long (default 10 min).
 	SessionTimeout time.Duration
+	// MaxSessions caps the MCP sessions open at once (default 64): a new
+	// session beyond it is refused with 503 and code "busy".
+	MaxSessions int
 	// Debounce gathers registry events for this long before the tool list
 	// is recomputed (default 100 ms).
 	Debounce time.Duration
@@ -72,6 +76,7 @@ type Server struct {
 	mcp     *mcp.Server
 	handler http.Handler
 
+	opening sync.Mutex // held while a new session is admitted
 	mu      sync.Mutex
 	exposed map[string]string // tool name → fingerprint of what was added
 	// stale is set when devices changed while no MCP session was open: the
@@ -98,7 +103,10 @@ func New(reg *registry.Registry, opts Options) *Server {
 		opts.Debounce = 100 * time.Millisecond
 	}
 	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = 30 * time.Minute
+		opts.SessionTimeout = 10 * time.Minute
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 64
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
@@ -136,7 +144,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.stale.CompareAndSwap(true, false) {
 		s.sync()
 	}
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		// A new session (initialize): one at a time, so that the count
+		// cannot be overtaken.
+		s.opening.Lock()
+		defer s.opening.Unlock()
+		if n := s.sessionCount(); n >= s.opts.MaxSessions {
+			w.Header().Set("Retry-After", "60")
+			api.WriteError(w, hub.Errorf(hub.EBUSY, "%d MCP sessions are already open, the most the hub allows (setting mcp-max-sessions); "+
+				"close one (DELETE /mcp with its Mcp-Session-Id) or wait for idle ones to expire (mcp-session-timeout, %v)", n, s.opts.SessionTimeout))
+			return
+		}
+	}
 	s.handler.ServeHTTP(w, r)
+}
+
+func (s *Server) sessionCount() int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
 }
 
 // hasSessions reports whether any MCP client is connected.
