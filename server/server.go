@@ -125,7 +125,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	// /mcp streams live long. IdleTimeout closes keep-alive connections
 	// between requests; streams bound each write themselves.
 	h.http = &http.Server{
-		Handler: h.routes(st, trust), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
+		Handler: deviceCORS(h.routes(st, trust)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
