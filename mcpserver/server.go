@@ -56,6 +56,9 @@ type Options struct {
 	// MaxSessions caps the MCP sessions open at once (default 64): a new
 	// session beyond it is refused with 503 and code "busy".
 	MaxSessions int
+	// WriteTimeout drops a client that takes no write of a response (or
+	// stream) within it (default 15 s).
+	WriteTimeout time.Duration
 	// Debounce gathers registry events for this long before the tool list
 	// is recomputed (default 100 ms).
 	Debounce time.Duration
@@ -108,6 +111,9 @@ func New(reg *registry.Registry, opts Options) *Server {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 64
 	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 15 * time.Second
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -156,7 +162,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.handler.ServeHTTP(w, r)
+	withWriteDeadlines(s.handler, s.opts.WriteTimeout, w, r)
 }
 
 func (s *Server) sessionCount() int {

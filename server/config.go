@@ -61,7 +61,7 @@ type Config struct {
 	MCPMaxSessions    int           `yaml:"mcp-max-sessions" help:"most /mcp sessions open at once; more are refused with 503"`
 	MCPSessionTimeout time.Duration `yaml:"mcp-session-timeout" help:"close an /mcp session that made no request for this long"`
 	SSEMaxStreams     int           `yaml:"sse-max-streams" help:"most GET /api/events streams open at once; more are refused with 503"`
-	SSEWriteTimeout   time.Duration `yaml:"sse-write-timeout" help:"drop an event stream whose client has not taken an event for this long"`
+	SSEWriteTimeout   time.Duration `yaml:"sse-write-timeout" help:"drop a client of an event stream or /mcp stream that has not taken a write for this long"`
 }
 
 // DefaultConfig returns the settings used when nothing else is given.

@@ -118,7 +118,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	}.FromEnv(os.Getenv))
 	h.mcp = mcpserver.New(reg, mcpserver.Options{
 		DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: log.With("component", "mcp"),
-		MaxSessions: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout,
+		MaxSessions: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout, WriteTimeout: cfg.SSEWriteTimeout,
 	})
 	h.closeMCP = sync.OnceFunc(h.mcp.Close)
 	// No ReadTimeout or WriteTimeout: device WebSockets, event streams and
