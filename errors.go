@@ -17,7 +17,7 @@ const (
 	EUNAUTHORIZED = "unauthorized"        // 401
 	ECONFLICT     = "conflict"            // 409
 	EINTERNAL     = "internal"            // 500
-	EBUSY         = "busy"                // 503: a limit on open sessions or streams is reached
+	ETOOMANY      = "too_many_requests"   // 429: slow down (Retry-After says when)
 )
 
 // Error is an error with a code and a message a person can act on.

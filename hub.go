@@ -136,6 +136,12 @@ const (
 	EventProtocolError = "protocol_error"
 	EventDeviceDeleted = "device_deleted"
 	EventDeviceUpdated = "device_updated"
+	// EventIdentityRefused: an OTA check or a connection presented a
+	// device's id with another Client-Id or serial number than the one the
+	// device is bound to (a stranger, or a re-flashed device to re-bind).
+	EventIdentityRefused = "identity_refused"
+	// EventDeviceRebound: a person bound the device to a new identity.
+	EventDeviceRebound = "device_rebound"
 )
 
 // Thing is one legacy IoT thing (firmware ≤ 1.7) with its last known state.

@@ -54,8 +54,9 @@ type Config struct {
 	HTTPClient *http.Client     `yaml:"-"`
 	Logger     *slog.Logger     `yaml:"-"`
 	Now        func() time.Time `yaml:"-"`
-	// authToken is ANTHROPIC_AUTH_TOKEN (Bearer), used when APIKey is empty.
-	authToken string
+	// AuthToken is sent as a Bearer token to Anthropic-compatible APIs when
+	// APIKey is empty (ANTHROPIC_AUTH_TOKEN).
+	AuthToken string `yaml:"-"`
 }
 
 // FromEnv fills the fields c leaves empty from the usual environment
@@ -82,8 +83,8 @@ func (c Config) FromEnv(getenv func(string) string) Config {
 		if c.APIKey == "" {
 			c.APIKey = getenv("ANTHROPIC_API_KEY")
 		}
-		if c.APIKey == "" {
-			c.authToken = getenv("ANTHROPIC_AUTH_TOKEN")
+		if c.APIKey == "" && c.AuthToken == "" {
+			c.AuthToken = getenv("ANTHROPIC_AUTH_TOKEN")
 		}
 		if c.BaseURL == "" {
 			c.BaseURL = getenv("ANTHROPIC_BASE_URL")
@@ -157,13 +158,13 @@ func (c Config) withDefaults() (Config, Provider, error) {
 		if !custom {
 			c.BaseURL = DefaultAnthropicURL
 		}
-		if c.APIKey == "" && c.authToken == "" && !custom {
+		if c.APIKey == "" && c.AuthToken == "" && !custom {
 			return c, nil, hub.Errorf(hub.EINVALID, "the anthropic provider needs ANTHROPIC_API_KEY (or api-key in the config file)\n\n%s", Help)
 		}
 		if c.Model == "" {
 			c.Model = DefaultAnthropicModel
 		}
-		return c, &Anthropic{BaseURL: c.BaseURL, APIKey: c.APIKey, AuthToken: c.authToken, Version: "2023-06-01", Client: c.HTTPClient}, nil
+		return c, &Anthropic{BaseURL: c.BaseURL, APIKey: c.APIKey, AuthToken: c.AuthToken, Version: "2023-06-01", Client: c.HTTPClient}, nil
 	case ProviderOpenAI:
 		custom := c.BaseURL != "" && strings.TrimRight(c.BaseURL, "/") != DefaultOpenAIURL
 		if c.BaseURL == "" {

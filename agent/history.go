@@ -57,13 +57,6 @@ func (ss *sessions) get(id string) *session {
 	return s
 }
 
-// Len returns the number of live sessions.
-func (ss *sessions) len() int {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return len(ss.m)
-}
-
 func (s *session) history() []Message {
 	s.owner.mu.Lock()
 	defer s.owner.mu.Unlock()

@@ -113,3 +113,7 @@ func valueKind(v string) string {
 		return "a " + v
 	}
 }
+
+// pathID is the {id} of the route, normalised like every device id
+// (hub.NormalizeDeviceID): /api/devices/DE:00:… is de:00:….
+func pathID(r *http.Request) string { return hub.NormalizeDeviceID(r.PathValue("id")) }

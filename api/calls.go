@@ -56,7 +56,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		timeout = time.Duration(ms) * time.Millisecond
 	}
 	res, err := s.reg.CallTool(r.Context(), registry.CallRequest{
-		DeviceID:  r.PathValue("id"),
+		DeviceID:  pathID(r),
 		Tool:      r.PathValue("tool"),
 		Arguments: args,
 		Timeout:   timeout,
@@ -150,7 +150,7 @@ func (s *Server) listCalls(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	f := hub.CallFilter{DeviceID: q.Get("device"), Limit: limit}
+	f := hub.CallFilter{DeviceID: hub.NormalizeDeviceID(q.Get("device")), Limit: limit}
 	if f.DeviceID != "" {
 		if _, err := s.reg.Device(f.DeviceID); err != nil {
 			s.fail(w, r, err)
@@ -173,7 +173,7 @@ func (s *Server) listCalls(w http.ResponseWriter, r *http.Request) {
 // deviceEvents answers {"events":[…]}: the recorded events of one device,
 // newest first.
 func (s *Server) deviceEvents(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id := pathID(r)
 	limit, err := parseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
 		s.fail(w, r, err)

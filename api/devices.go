@@ -42,7 +42,7 @@ func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getDevice(w http.ResponseWriter, r *http.Request) {
-	d, err := s.reg.Device(r.PathValue("id"))
+	d, err := s.reg.Device(pathID(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -58,7 +58,7 @@ var patchSpec = bodySpec{
 // patchDevice applies {"name","room","aliases"}; absent or null fields are
 // left alone. It answers the updated device.
 func (s *Server) patchDevice(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id := pathID(r)
 	var p hub.DevicePatch
 	if err := decodeBody(w, r, &p, patchSpec, false); err != nil {
 		s.fail(w, r, err)
@@ -73,7 +73,7 @@ func (s *Server) patchDevice(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteDevice(w http.ResponseWriter, r *http.Request) {
-	if err := s.reg.DeleteDevice(r.Context(), r.PathValue("id")); err != nil {
+	if err := s.reg.DeleteDevice(r.Context(), pathID(r)); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -89,7 +89,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, hub.Errorf(hub.EBADREQUEST, "audience must be \"agent\" or \"user\", not %q", audience))
 		return
 	}
-	tools, stale, err := s.reg.Tools(r.PathValue("id"))
+	tools, stale, err := s.reg.Tools(pathID(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -110,7 +110,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 // listThings answers {"things":[…]}: the legacy IoT things of a device with
 // their last reported state.
 func (s *Server) listThings(w http.ResponseWriter, r *http.Request) {
-	things, err := s.reg.Things(r.PathValue("id"))
+	things, err := s.reg.Things(pathID(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -131,7 +131,7 @@ var commandsSpec = bodySpec{
 // sendCommands sends legacy IoT commands and answers 202: legacy devices
 // never acknowledge them, so success means only that they were sent.
 func (s *Server) sendCommands(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id := pathID(r)
 	var body struct {
 		Commands []hub.IoTCommand `json:"commands"`
 	}

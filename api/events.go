@@ -25,9 +25,9 @@ import (
 // A ": keepalive" comment goes out every 15 s. The stream ends when the
 // client goes away, when it takes no write for StreamWriteTimeout (a client
 // that stopped reading), or when the registry closes. At most MaxStreams
-// are open at once; more are refused with 503.
+// are open at once; more are refused with 429.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
-	device := r.URL.Query().Get("device")
+	device := hub.NormalizeDeviceID(r.URL.Query().Get("device"))
 	rc := http.NewResponseController(w)
 
 	h := w.Header()
@@ -43,7 +43,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		s.streams.Add(-1)
 		w.Header().Del("Content-Type")
 		w.Header().Set("Retry-After", "30")
-		writeErrorStatus(w, http.StatusServiceUnavailable, hub.EBUSY, fmt.Sprintf(
+		writeErrorStatus(w, http.StatusTooManyRequests, hub.ETOOMANY, fmt.Sprintf(
 			"%d event streams are already open, the most the hub allows (setting sse-max-streams); close one or try again later", s.maxStreams))
 		return
 	}

@@ -46,7 +46,7 @@ type Options struct {
 	// the error's text (shown without a token, so keep secrets out of it).
 	Ready func() error
 	// MaxStreams caps the GET /api/events streams open at once (default
-	// 64); more are refused with 503 and code "busy".
+	// 64); more are refused with 429 and code "too_many_requests".
 	MaxStreams int
 	// StreamWriteTimeout drops an event stream whose client has not taken
 	// one event (or keepalive) within it (default 15 s), so that a client

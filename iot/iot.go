@@ -1,5 +1,5 @@
 // Package iot holds the rules of the legacy IoT protocol of firmware ≤ 1.7
-// (device-protocol.md §9): things are described one per message and
+// (docs/protocol.md §9): things are described one per message and
 // accumulate, states arrive in full and then as deltas and are merged, and
 // commands are checked against the descriptors before they are sent, because
 // the device never answers a command and crashes on some bad ones.

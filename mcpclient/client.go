@@ -1,5 +1,5 @@
 // Package mcpclient is the hub's MCP client for one device connection. The
-// device runs the MCP server (device-protocol.md §8); the hub sends
+// device runs the MCP server (docs/protocol.md §8); the hub sends
 // initialize, notifications/initialized, tools/list and tools/call, each
 // with a fresh numeric id, and matches replies by id.
 //

@@ -27,7 +27,7 @@ type ServerInfo struct {
 func (c *Client) Initialize(ctx context.Context) (ServerInfo, error) {
 	caps := map[string]any{}
 	if c.opts.Vision != nil && c.opts.Vision.URL != "" {
-		caps["vision"] = c.opts.Vision // top level: where the firmware reads it (§8.3)
+		caps["vision"] = c.opts.Vision // top level: where the firmware reads it (docs/protocol.md §8.3)
 	}
 	params := map[string]any{
 		"protocolVersion": ProtocolVersion,

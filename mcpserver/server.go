@@ -54,7 +54,7 @@ type Options struct {
 	// SessionTimeout closes MCP sessions idle this long (default 10 min).
 	SessionTimeout time.Duration
 	// MaxSessions caps the MCP sessions open at once (default 64): a new
-	// session beyond it is refused with 503 and code "busy".
+	// session beyond it is refused with 429 and code "too_many_requests".
 	MaxSessions int
 	// WriteTimeout drops a client that takes no write of a response (or
 	// stream) within it (default 15 s).
@@ -157,7 +157,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer s.opening.Unlock()
 		if n := s.sessionCount(); n >= s.opts.MaxSessions {
 			w.Header().Set("Retry-After", "60")
-			api.WriteError(w, hub.Errorf(hub.EBUSY, "%d MCP sessions are already open, the most the hub allows (setting mcp-max-sessions); "+
+			api.WriteError(w, hub.Errorf(hub.ETOOMANY, "%d MCP sessions are already open, the most the hub allows (setting mcp-max-sessions); "+
 				"close one (DELETE /mcp with its Mcp-Session-Id) or wait for idle ones to expire (mcp-session-timeout, %v)", n, s.opts.SessionTimeout))
 			return
 		}

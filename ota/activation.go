@@ -33,6 +33,11 @@ type Activation struct {
 	Expires           time.Time `json:"expires"`
 	LastCheck         time.Time `json:"lastCheck"`
 	LastPoll          time.Time `json:"lastPoll,omitzero"` // last /activate
+	// Rebind: the device id is bound to another Client-Id or serial
+	// (BoundClientID). Approving this code binds it to this one: do so
+	// only if the device was re-flashed and shows this code.
+	Rebind        bool   `json:"rebind,omitempty"`
+	BoundClientID string `json:"boundClientId,omitempty"`
 }
 
 // pending is one activation in progress.
@@ -42,32 +47,6 @@ type pending struct {
 	systemInfo json.RawMessage
 }
 
-// pendingSet holds the activations in progress, guarded by Service.mu. A
-// code is unique among them.
-type pendingSet struct {
-	byDevice map[string]*pending
-	byCode   map[string]*pending
-}
-
-func newPendingSet() pendingSet {
-	return pendingSet{byDevice: map[string]*pending{}, byCode: map[string]*pending{}}
-}
-
-func (ps *pendingSet) prune(now time.Time) {
-	for id, p := range ps.byDevice {
-		if !now.Before(p.Expires) {
-			ps.removeDevice(id)
-		}
-	}
-}
-
-func (ps *pendingSet) removeDevice(id string) {
-	if p := ps.byDevice[id]; p != nil {
-		delete(ps.byCode, p.Code)
-		delete(ps.byDevice, id)
-	}
-}
-
 // activationFor returns the device's activation object: the code it was
 // given, while that is valid (the firmware re-runs the check about every
 // 30 s while pending, and must keep showing the same code), else a new
@@ -75,27 +54,32 @@ func (ps *pendingSet) removeDevice(id string) {
 func (s *Service) activationFor(c checkInfo) (*activationJSON, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.trustedLocked(c.deviceID) {
+	t, known := s.trust[c.deviceID]
+	m := matchIdentity(t, known, c.clientID, c.serial, true)
+	if s.trustedLocked(c.deviceID) && m != other {
 		return nil, nil
 	}
 	s.pending.prune(c.at)
-	p := s.pending.byDevice[c.deviceID]
+	p := s.pending.byKey[pendingKey(c.deviceID, c.clientID)]
 	if p == nil {
-		if len(s.pending.byDevice) >= s.opts.MaxPending {
-			return nil, &httpError{http.StatusServiceUnavailable, hub.EINTERNAL,
-				"too many devices are waiting for activation; approve or let their codes expire first"}
+		if err := s.pending.makeRoom(c.remote, c.at, s.opts.MaxPending, s.opts.MaxPendingPerAddr); err != nil {
+			return nil, err
 		}
 		p = &pending{challenge: hexString(randomBytes(16))}
-		p.DeviceID, p.Created, p.Expires = c.deviceID, c.at, c.at.Add(s.opts.CodeTTL)
+		p.DeviceID, p.ClientID, p.Created, p.Expires = c.deviceID, c.clientID, c.at, c.at.Add(s.opts.CodeTTL)
+		p.Remote = c.remote
 		for p.Code == "" || s.pending.byCode[p.Code] != nil {
 			p.Code = fmt.Sprintf("%06d", binary.BigEndian.Uint32(randomBytes(4))%1_000_000)
 		}
-		s.pending.byDevice[p.DeviceID] = p
-		s.pending.byCode[p.Code] = p
+		s.pending.add(p)
 		s.log.Info("activation code issued: approve it with xiaozhi-hub devices approve CODE",
-			"code", p.Code, "device", c.deviceID, "board", c.board, "remote", c.remote)
+			"code", p.Code, "device", c.deviceID, "board", c.board, "remote", c.remote, "rebind", m == other)
 	}
-	p.ClientID, p.Board, p.Firmware, p.Remote, p.LastCheck = c.clientID, c.board, c.firmware, c.remote, c.at
+	p.Rebind, p.BoundClientID = m == other, ""
+	if p.Rebind {
+		p.BoundClientID = t.ClientID
+	}
+	p.Board, p.Firmware, p.LastCheck = c.board, c.firmware, c.at
 	p.ActivationVersion = c.activationVersion
 	if c.serial != "" {
 		p.SerialNumber = c.serial
@@ -119,10 +103,13 @@ type activateBody struct {
 	HMAC         string `json:"hmac"`
 }
 
-// serveActivate answers the device's polling (§2.4): 200 once the device is
+// serveActivate answers the device's polling (docs/protocol.md §2.4): 200 once the device is
 // approved, 202 while its code waits for a person. It never waits itself:
 // the firmware gives up after 30 s and polls again anyway.
 func (s *Service) serveActivate(w http.ResponseWriter, r *http.Request) {
+	if !s.admit(w, r) {
+		return
+	}
 	id, err := session.ParseIdentity(r)
 	if err != nil {
 		s.refuse(w, r, err)
@@ -149,18 +136,20 @@ func (s *Service) serveActivate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.opts.Now()
+	serial := cleanSerial(r.Header.Get("Serial-Number"))
 	s.mu.Lock()
 	s.pending.prune(now)
-	if s.trustedLocked(id.DeviceID) {
+	t, known := s.trust[id.DeviceID]
+	if s.trustedLocked(id.DeviceID) && matchIdentity(t, known, id.ClientID, serial, true) != other {
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]string{"status": "activated"})
 		return
 	}
-	p := s.pending.byDevice[id.DeviceID]
+	p := s.pending.byKey[pendingKey(id.DeviceID, id.ClientID)]
 	switch {
 	case p == nil:
 		s.mu.Unlock()
-		s.refuse(w, r, hub.Errorf(hub.ENOTFOUND, "no activation is pending for device %s (none was issued, or its code expired): "+
+		s.refuse(w, r, hub.Errorf(hub.ENOTFOUND, "no activation is pending for device %s with this Client-Id (none was issued, or its code expired): "+
 			"the device gets a code from the OTA check", id.DeviceID))
 		return
 	case b.Challenge != "" && b.Challenge != p.challenge:
@@ -170,7 +159,10 @@ func (s *Service) serveActivate(w http.ResponseWriter, r *http.Request) {
 	}
 	p.LastPoll = now
 	if b.HMAC != "" {
-		p.ActivationVersion, p.SerialNumber, p.HMAC = 2, cleanSerial(b.SerialNumber), b.HMAC
+		p.ActivationVersion, p.HMAC = 2, b.HMAC
+		if p.SerialNumber == "" {
+			p.SerialNumber = cleanSerial(b.SerialNumber)
+		}
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "pending"})
@@ -197,8 +189,8 @@ func (s *Service) Pending() []Activation {
 	now := s.opts.Now()
 	s.mu.Lock()
 	s.pending.prune(now)
-	out := make([]Activation, 0, len(s.pending.byDevice))
-	for _, p := range s.pending.byDevice {
+	out := make([]Activation, 0, len(s.pending.byKey))
+	for _, p := range s.pending.byKey {
 		out = append(out, p.Activation)
 	}
 	s.mu.Unlock()
@@ -240,6 +232,11 @@ func (s *Service) Approve(ctx context.Context, code string, patch hub.DevicePatc
 	s.mu.RLock()
 	t := s.trust[p.DeviceID]
 	s.mu.RUnlock()
+	rebind := t.ClientID != p.ClientID && t.ClientID != "" || t.SerialNumber != p.SerialNumber && t.SerialNumber != ""
+	if rebind {
+		// A new identity for this device id: tokens of the old one end.
+		t.Generation = newGeneration()
+	}
 	t.DeviceID, t.ClientID, t.Board, t.Firmware, t.LastCheck = p.DeviceID, p.ClientID, p.Board, p.Firmware, p.LastCheck
 	t.Approved = now.UTC()
 	t.ActivationVersion, t.SerialNumber, t.ActivationHMAC = p.ActivationVersion, p.SerialNumber, p.HMAC
@@ -250,6 +247,10 @@ func (s *Service) Approve(ctx context.Context, code string, patch hub.DevicePatc
 	s.trust[p.DeviceID] = t
 	s.pending.removeDevice(p.DeviceID)
 	s.mu.Unlock()
+	if rebind && s.opts.Registry != nil {
+		s.opts.Registry.Disconnect(p.DeviceID, "device identity re-bound")
+		s.opts.Registry.Record(hub.EventDeviceRebound, p.DeviceID, map[string]string{"clientId": p.ClientID, "code": p.Code})
+	}
 	s.log.Info("device approved", "device", p.DeviceID, "code", p.Code, "board", p.Board)
 	return p.Activation, t, nil
 }

@@ -18,7 +18,7 @@ import (
 // maxCheckBody bounds the system-info body (the firmware's is ~2 KB).
 const maxCheckBody = 64 << 10
 
-// The OTA answer (§2.2). Every member name is at most 15 characters: the
+// The OTA answer (docs/protocol.md §2.2). Every member name is at most 15 characters: the
 // firmware copies websocket members into NVS, whose keys are limited to 15,
 // and aborts when a write fails. There is no mqtt member: its presence,
 // even empty, switches the device to MQTT. websocket values are all sent,
@@ -70,6 +70,9 @@ type checkInfo struct {
 // and the JSON answer: any other status makes the device retry and, after
 // ten failures, fall back to MQTT.
 func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
+	if !s.admit(w, r) {
+		return
+	}
 	c, err := s.readCheck(w, r)
 	if err != nil {
 		s.refuse(w, r, err)
@@ -82,8 +85,16 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 		WebSocket:  websocketConfig{URL: wsURL(base), Version: s.opts.WSVersion},
 	}
 	s.mu.RLock()
-	admitted := s.trustedLocked(c.deviceID)
+	t, known := s.trust[c.deviceID]
+	m := matchIdentity(t, known, c.clientID, c.serial, true)
+	admitted := s.trustedLocked(c.deviceID) && (m != other || s.opts.Policy == PolicyOpen)
 	s.mu.RUnlock()
+	if m == other && s.opts.Policy != PolicyOpen {
+		// Another identity with this device's MAC: a stranger, or the
+		// device re-flashed. It gets a code of its own, which a person
+		// approves only if the device shows it.
+		s.identityRefused("ota", c.deviceID, t, c.clientID, c.serial, c.remote)
+	}
 	if !admitted {
 		act, err := s.activationFor(c) // nil if approved meanwhile
 		if err != nil {
@@ -97,9 +108,9 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 		gen := s.trust[c.deviceID].Generation
 		s.mu.RUnlock()
 		// Also with PolicyOpen, so that a later switch to token needs no reboot.
-		ans.WebSocket.Token = signToken(s.secret, c.deviceID, gen)
+		ans.WebSocket.Token = signToken(s.secret, c.deviceID, c.clientID, gen)
 		ans.Firmware = s.offer(base, c)
-		s.recordCheck(r.Context(), c)
+		s.recordCheck(r.Context(), c, m == unbound)
 	}
 	writeJSON(w, http.StatusOK, ans)
 	s.log.Debug("OTA check", "device", c.deviceID, "board", c.board, "firmware", c.firmware,
@@ -129,7 +140,7 @@ func (s *Service) readCheck(w http.ResponseWriter, r *http.Request) (checkInfo, 
 		if body[0] != '{' || json.Compact(&buf, body) != nil {
 			return c, hub.Errorf(hub.EBADREQUEST, "the body must be the device's system-info JSON object (or empty)")
 		}
-		c.systemInfo = buf.Bytes()
+		c.systemInfo = summarizeSystemInfo(buf.Bytes())
 	}
 	return c, nil
 }

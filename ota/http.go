@@ -42,6 +42,8 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusConflict
 	case hub.EUNAUTHORIZED:
 		status = http.StatusUnauthorized
+	case hub.ETOOMANY:
+		status = http.StatusTooManyRequests
 	default:
 		s.log.Error("ota: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}

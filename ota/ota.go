@@ -1,5 +1,5 @@
 // Package ota is how real devices find, trust and update through the hub
-// (device-protocol.md §2):
+// (docs/protocol.md §2):
 //
 //	POST /xiaozhi/ota/                         the check every device makes at boot:
 //	                                           server time, WebSocket URL, token and
@@ -15,10 +15,13 @@
 //	GET    /api/devices/{id}/trust             what the hub decided and last heard
 //	DELETE /api/devices/{id}/token             revoke the device's tokens
 //	POST   /api/devices/{id}/token/revoke      the same
+//	POST   /api/devices/{id}/rebind            bind to a new Client-Id ({"clientId"} optional)
 //
 // The WebSocket tokens it issues are HMAC-SHA256 signatures, with a secret
-// kept in the data directory, over the Device-Id and the device's token
-// generation; revoking a device changes its generation. Authorize is the
+// kept in the data directory, over the Device-Id, the Client-Id and the
+// device's token generation; revoking a device changes its generation. A
+// device is bound to the Client-Id (and serial) it presented when approved
+// or first connected (identity.go). Authorize is the
 // device endpoint's policy (session.Options.Authorize).
 package ota
 
@@ -74,8 +77,13 @@ type Options struct {
 	WSVersion int
 	// CodeTTL is how long an activation code stays valid (default 10 min).
 	CodeTTL time.Duration
-	// MaxPending bounds the activations waiting at once (default 1000).
-	MaxPending int
+	// MaxPending bounds the activations waiting at once (default 1000);
+	// MaxPendingPerAddr the codes issued to one source address (default 8).
+	MaxPending, MaxPendingPerAddr int
+	// RatePerAddr and BurstPerAddr bound the OTA checks and /activate
+	// polls of one source address (default 2 a second, bursts of 30).
+	RatePerAddr  float64
+	BurstPerAddr int
 	// FirmwareDir holds firmware images as <board>/<version>.bin; empty:
 	// no firmware is offered.
 	FirmwareDir string
@@ -96,7 +104,9 @@ type Service struct {
 	public *url.URL // nil: derive from requests
 	fw     *firmwareDir
 
-	adminMu sync.Mutex // serialises approvals and revocations
+	limiter *rateLimiter // per source address, on the device-facing routes
+
+	adminMu sync.Mutex // serialises approvals, revocations and bindings
 
 	mu      sync.RWMutex
 	trust   map[string]Trust // by device id, without SystemInfo
@@ -128,6 +138,15 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1000
 	}
+	if opts.MaxPendingPerAddr <= 0 {
+		opts.MaxPendingPerAddr = 8
+	}
+	if opts.RatePerAddr <= 0 {
+		opts.RatePerAddr = 2
+	}
+	if opts.BurstPerAddr <= 0 {
+		opts.BurstPerAddr = 30
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -137,7 +156,8 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	if opts.Location == nil {
 		opts.Location = time.Local
 	}
-	s := &Service{opts: opts, log: opts.Logger, trust: map[string]Trust{}, pending: newPendingSet()}
+	s := &Service{opts: opts, log: opts.Logger, trust: map[string]Trust{}, pending: newPendingSet(),
+		limiter: newRateLimiter(opts.RatePerAddr, opts.BurstPerAddr)}
 	if opts.PublicURL != "" {
 		u, err := ParsePublicURL(opts.PublicURL)
 		if err != nil {
@@ -206,6 +226,7 @@ func (s *Service) RegisterAPI(mux *http.ServeMux, protect func(http.Handler) htt
 	handle("GET /api/devices/{id}/trust", s.apiTrust)
 	handle("DELETE /api/devices/{id}/token", s.apiRevoke)
 	handle("POST /api/devices/{id}/token/revoke", s.apiRevoke)
+	handle("POST /api/devices/{id}/rebind", s.apiRebind)
 }
 
 // Policy returns the device-auth policy in force.

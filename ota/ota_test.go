@@ -3,6 +3,8 @@ package ota
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net"
 	"net/http"
@@ -49,7 +51,7 @@ func (s *memStore) SaveTrust(_ context.Context, t Trust) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.m[t.DeviceID]
-	cur.DeviceID, cur.Generation, cur.Approved, cur.Revoked = t.DeviceID, t.Generation, t.Approved, t.Revoked
+	cur.DeviceID, cur.ClientID, cur.Generation, cur.Approved, cur.Revoked = t.DeviceID, t.ClientID, t.Generation, t.Approved, t.Revoked
 	cur.ActivationVersion, cur.SerialNumber, cur.ActivationHMAC = t.ActivationVersion, t.SerialNumber, t.ActivationHMAC
 	s.m[t.DeviceID] = cur
 	return nil
@@ -59,7 +61,10 @@ func (s *memStore) RecordCheck(_ context.Context, t Trust) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.m[t.DeviceID]
-	cur.DeviceID, cur.ClientID, cur.Board, cur.Firmware, cur.LastCheck = t.DeviceID, t.ClientID, t.Board, t.Firmware, t.LastCheck
+	cur.DeviceID, cur.Board, cur.Firmware, cur.LastCheck = t.DeviceID, t.Board, t.Firmware, t.LastCheck
+	if cur.ClientID == "" {
+		cur.ClientID = t.ClientID
+	}
 	if t.SystemInfo != nil {
 		cur.SystemInfo = t.SystemInfo
 	}
@@ -92,10 +97,28 @@ func newService(t *testing.T, edit func(*Options)) (*Service, *clock, *memStore)
 }
 
 // check makes an OTA request for id against s and decodes the answer.
+// Each device has an address of its own, as on a LAN.
 func check(t *testing.T, s *Service, id string) (int, map[string]any) {
 	t.Helper()
+	return checkAs(t, s, id, "", addrOf(id))
+}
+
+func addrOf(id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	n := h.Sum32()
+	return fmt.Sprintf("10.%d.%d.%d:40000", n>>16&0xff, n>>8&0xff, n&0xff)
+}
+
+// checkAs makes an OTA request for id with clientID from remote.
+func checkAs(t *testing.T, s *Service, id, clientID, remote string) (int, map[string]any) {
+	t.Helper()
 	req := httptest.NewRequest("POST", "http://hub.local:8000/xiaozhi/ota/", strings.NewReader(`{"version":2}`))
+	req.RemoteAddr = remote
 	req.Header.Set("Device-Id", id)
+	if clientID != "" {
+		req.Header.Set("Client-Id", clientID)
+	}
 	req.Header.Set("User-Agent", "bread-compact-wifi/2.4.2")
 	w := httptest.NewRecorder()
 	s.serveCheck(w, req)
@@ -106,31 +129,34 @@ func check(t *testing.T, s *Service, id string) (int, map[string]any) {
 	return w.Code, out
 }
 
-func TestTokenIsBoundToDeviceAndGeneration(t *testing.T) {
+func TestTokenIsBoundToDeviceClientAndGeneration(t *testing.T) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
-	tok := signToken(secret, "aa:bb:cc:00:00:01", 0)
+	const id, client = "aa:bb:cc:00:00:01", "7b94d69a-1b2c-4d5e-8f90-0123456789ab"
+	tok := signToken(secret, id, client, 0)
 	if strings.ContainsAny(tok, " \t") || !strings.HasPrefix(tok, tokenPrefix) {
 		t.Fatalf("token %q: the firmware prepends Bearer only to tokens without spaces", tok)
 	}
-	if !verifyToken(secret, "aa:bb:cc:00:00:01", 0, tok) {
+	if !verifyToken(secret, id, client, 0, tok) {
 		t.Fatal("own token refused")
 	}
 	for _, bad := range []struct {
-		id  string
-		gen int64
-		tok string
+		id, client string
+		gen        int64
+		tok        string
 	}{
-		{"aa:bb:cc:00:00:02", 0, tok},                  // another device
-		{"aa:bb:cc:00:00:01", 7, tok},                  // revoked since
-		{"aa:bb:cc:00:00:01", 0, tok[:len(tok)-2]},     // truncated
-		{"aa:bb:cc:00:00:01", 0, strings.ToUpper(tok)}, // mangled
-		{"aa:bb:cc:00:00:01", 0, "kitchen-secret"},
+		{"aa:bb:cc:00:00:02", client, 0, tok}, // another device
+		{id, "another-client", 0, tok},        // another identity with the same MAC
+		{id, "", 0, tok},                      // no Client-Id
+		{id, client, 7, tok},                  // revoked since
+		{id, client, 0, tok[:len(tok)-2]},     // truncated
+		{id, client, 0, strings.ToUpper(tok)}, // mangled
+		{id, client, 0, "kitchen-secret"},
 	} {
-		if verifyToken(secret, bad.id, bad.gen, bad.tok) {
+		if verifyToken(secret, bad.id, bad.client, bad.gen, bad.tok) {
 			t.Errorf("accepted %+v", bad)
 		}
 	}
-	if verifyToken([]byte("another hub's secret, 32 bytes..."), "aa:bb:cc:00:00:01", 0, tok) {
+	if verifyToken([]byte("another hub's secret, 32 bytes..."), id, client, 0, tok) {
 		t.Error("a token of another hub was accepted")
 	}
 }

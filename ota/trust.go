@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -31,7 +32,7 @@ type Store interface {
 
 // Authorize is the device endpoint's policy (session.Options.Authorize).
 // Refusals are EUNAUTHORIZED errors saying what to do.
-func (s *Service) Authorize(_ *http.Request, id session.Identity) error {
+func (s *Service) Authorize(r *http.Request, id session.Identity) error {
 	if s.opts.Policy == PolicyOpen {
 		return nil
 	}
@@ -56,15 +57,46 @@ func (s *Service) Authorize(_ *http.Request, id session.Identity) error {
 		return hub.Errorf(hub.EUNAUTHORIZED, "this hub requires a device token: the device gets one from the hub's OTA endpoint at boot "+
 			"(reboot it), or send a configured device token as Authorization: Bearer <token>")
 	}
-	if !verifyToken(s.secret, id.DeviceID, t.Generation, id.Token) {
-		why := "not signed by this hub for this device"
+	m := matchIdentity(t, known, id.ClientID, "", false)
+	if m == other {
+		s.identityRefused("websocket", id.DeviceID, t, id.ClientID, "", remoteHost(r))
+		return hub.Errorf(hub.EUNAUTHORIZED, "device %s is bound to another Client-Id than %q on this hub; if it was re-flashed, "+
+			"re-bind it (xiaozhi-hub devices rebind %s, or approve the code it shows at its next boot)", id.DeviceID, id.ClientID, id.DeviceID)
+	}
+	if !verifyToken(s.secret, id.DeviceID, id.ClientID, t.Generation, id.Token) {
+		why := "not signed by this hub for this device and Client-Id"
 		if known && !t.Revoked.IsZero() {
 			why = "revoked, or " + why
 		}
 		return hub.Errorf(hub.EUNAUTHORIZED, "the token of device %s is not accepted (%s): reboot the device so that it fetches a new one from the OTA endpoint",
 			id.DeviceID, why)
 	}
+	if m == unbound {
+		// First connection under PolicyToken, or a record from before
+		// Client-Id binding: the device is bound to this identity now.
+		ctx := context.Background()
+		if r != nil {
+			ctx = r.Context()
+		}
+		ok, err := s.bind(ctx, id.DeviceID, id.ClientID, "")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return hub.Errorf(hub.EUNAUTHORIZED, "device %s was bound to another Client-Id meanwhile", id.DeviceID)
+		}
+	}
 	return nil
+}
+
+func remoteHost(r *http.Request) string {
+	if r == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
 
 // Revoke makes every token issued to the device so far invalid. With
@@ -115,13 +147,32 @@ func (s *Service) TrustOf(ctx context.Context, deviceID string) (Trust, error) {
 	return t, nil
 }
 
-// recordCheck persists what an admitted device reported. A failure is
-// logged: the device must get its answer all the same.
-func (s *Service) recordCheck(ctx context.Context, c checkInfo) {
-	t := Trust{DeviceID: c.deviceID, ClientID: c.clientID, Board: c.board, Firmware: c.firmware,
-		SystemInfo: c.systemInfo, LastCheck: c.at}
+// recordCheck persists what an admitted device reported, when the device
+// is known: it has a trust record, or it has connected (it is in the
+// registry). A check from a device that never connected stores nothing, so
+// that checks with made-up ids cannot fill the disk. bindNow binds the
+// device to the identity it presented (records from before binding). A
+// failure is logged: the device must get its answer all the same.
+func (s *Service) recordCheck(ctx context.Context, c checkInfo, bindNow bool) {
+	s.mu.RLock()
+	_, known := s.trust[c.deviceID]
+	s.mu.RUnlock()
+	if !known && s.opts.Registry != nil {
+		_, err := s.opts.Registry.Device(c.deviceID)
+		known = err == nil
+	}
+	if !known {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if bindNow && s.opts.Policy != PolicyOpen {
+		if _, err := s.bind(ctx, c.deviceID, c.clientID, c.serial); err != nil {
+			s.log.Warn("could not bind the device to its identity", "device", c.deviceID, "err", err)
+		}
+	}
+	t := Trust{DeviceID: c.deviceID, ClientID: c.clientID, Board: c.board, Firmware: c.firmware,
+		SystemInfo: c.systemInfo, LastCheck: c.at}
 	if err := s.opts.Store.RecordCheck(ctx, t); err != nil {
 		s.log.Warn("could not record the OTA check", "device", c.deviceID, "err", err)
 		return
@@ -133,7 +184,10 @@ func (s *Service) recordCheck(ctx context.Context, c checkInfo) {
 	}
 	s.mu.Lock()
 	cur := s.trust[c.deviceID]
-	cur.DeviceID, cur.ClientID, cur.Board, cur.Firmware, cur.LastCheck = c.deviceID, c.clientID, c.board, c.firmware, c.at
+	cur.DeviceID, cur.Board, cur.Firmware, cur.LastCheck = c.deviceID, c.board, c.firmware, c.at
+	if cur.ClientID == "" {
+		cur.ClientID = c.clientID
+	}
 	s.trust[c.deviceID] = cur
 	s.mu.Unlock()
 }

@@ -13,7 +13,7 @@ type AudioFrame struct {
 }
 
 // ParseAudioFrame parses a binary WebSocket frame in the framing of the
-// negotiated protocol version (device-protocol.md §3.4). All multi-byte fields
+// negotiated protocol version (docs/protocol.md §3.4). All multi-byte fields
 // are big-endian; v2 and v3 payload sizes must be exact. Unknown versions are
 // treated as v1 (raw Opus), as the firmware does.
 func ParseAudioFrame(version int, b []byte) (AudioFrame, error) {

@@ -1,5 +1,5 @@
 // Package protocol is the xiaozhi device wire protocol as the firmware speaks
-// it (see docs/device-protocol.md in the shared docs): JSON text frames with a
+// it (see docs/protocol.md): JSON text frames with a
 // string "type", binary audio frames in three framings, MCP JSON-RPC 2.0
 // inside {"session_id","type":"mcp","payload"} envelopes, and the legacy IoT
 // messages of firmware 1.x. It holds no sockets and no state.

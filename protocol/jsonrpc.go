@@ -21,7 +21,7 @@ type RPC struct {
 }
 
 // RPCError is a JSON-RPC error object. Firmware sends only "message"
-// (device-protocol.md §8.2); HasCode tells whether a code was present.
+// (docs/protocol.md §8.2); HasCode tells whether a code was present.
 type RPCError struct {
 	Code    int             `json:"code"`
 	HasCode bool            `json:"-"`

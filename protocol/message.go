@@ -63,7 +63,7 @@ func DecodeMessage(data []byte) (Message, error) {
 		return m, fmt.Errorf("%w: \"type\" must be a string, got %s", ErrMalformed, truncate(fields.Type, 40))
 	}
 	// session_id is informational: the device echoes whatever it was given,
-	// possibly a stale value or "" (device-protocol.md §12.16). Never reject on it.
+	// possibly a stale value or "" (docs/protocol.md §12.16). Never reject on it.
 	_ = json.Unmarshal(fields.SessionID, &m.SessionID)
 	if len(fields.Payload) > 0 && !bytes.Equal(fields.Payload, []byte("null")) {
 		m.Payload = fields.Payload

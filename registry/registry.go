@@ -329,6 +329,12 @@ func (r *Registry) Disconnect(id, reason string) bool {
 	return true
 }
 
+// Record publishes and records an event observed outside a device's
+// connection (the OTA endpoint refusing an identity, for example), like the
+// registry's own events: streamed to subscribers and kept in the bounded
+// event log.
+func (r *Registry) Record(typ, deviceID string, data any) { r.publish(typ, deviceID, data) }
+
 // DeleteDevice forgets a device and everything cached for it. A connected
 // device is disconnected; it will be registered afresh if it comes back
 // (and the OnDelete hooks decide whether it may).

@@ -9,7 +9,7 @@ import (
 	"github.com/xiaozhi-hub/hub/schema"
 )
 
-// The firmware's set_volume schema (device-protocol.md §8.6).
+// The firmware's set_volume schema (docs/protocol.md §8.6).
 const volume = `{"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"required":["volume"]}`
 
 func TestValidate(t *testing.T) {

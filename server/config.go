@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/ota"
 	"gopkg.in/yaml.v3"
 )
@@ -46,21 +47,25 @@ type Config struct {
 	ActivationExpiry  time.Duration `yaml:"activation-expiry" help:"how long an activation code shown by a device can be approved"`
 	FirmwareDir       string        `yaml:"firmware-dir" help:"firmware images offered to devices, laid out as <board>/<version>.bin (default: none)"`
 
-	// The built-in agent (POST /api/agent/chat, xiaozhi-hub chat). Empty
-	// values fall back to ANTHROPIC_API_KEY / OPENAI_API_KEY and friends.
-	AgentProvider string `yaml:"agent-provider" help:"LLM provider: anthropic or openai (any OpenAI-compatible API); default: whichever API key is set"`
-	AgentModel    string `yaml:"agent-model" help:"LLM model name (env XZ_AGENT_MODEL also works)"`
-	AgentAPIKey   string `yaml:"agent-api-key" help:"LLM API key (default: ANTHROPIC_API_KEY or OPENAI_API_KEY)"`
-	AgentBaseURL  string `yaml:"agent-base-url" help:"LLM API base URL, e.g. http://localhost:11434/v1 for Ollama"`
+	// The built-in agent (POST /api/agent/chat, xiaozhi-hub chat). In the
+	// config file they can also be written as an agent: section (provider,
+	// model, api-key, base-url). LoadConfig fills the ones left empty from
+	// ANTHROPIC_API_KEY / OPENAI_API_KEY and friends (agent.Config.FromEnv);
+	// Open reads no environment.
+	AgentProvider  string `yaml:"agent-provider" help:"LLM provider: anthropic or openai (any OpenAI-compatible API); default: whichever API key is set (env XZ_AGENT_PROVIDER also works)"`
+	AgentModel     string `yaml:"agent-model" help:"LLM model name (env XZ_AGENT_MODEL also works)"`
+	AgentAPIKey    string `yaml:"agent-api-key" help:"LLM API key (default: ANTHROPIC_API_KEY or OPENAI_API_KEY)"`
+	AgentBaseURL   string `yaml:"agent-base-url" help:"LLM API base URL, e.g. http://localhost:11434/v1 for Ollama (default: ANTHROPIC_BASE_URL or OPENAI_BASE_URL)"`
+	AgentAuthToken string `yaml:"agent-auth-token" help:"bearer token for an Anthropic-compatible API, used when there is no API key (default: ANTHROPIC_AUTH_TOKEN)"`
 	// MCPDirectLimit is the number of online devices up to which /mcp
 	// offers every device tool directly; above it, the four search-and-call tools.
 	MCPDirectLimit int `yaml:"mcp-direct-limit" help:"online devices up to which /mcp lists device tools directly (above: search_devices, get_device, call_device_tool, send_iot_commands)"`
 
 	// Limits on what HTTP clients may hold open (see limits.go).
 	HTTPIdleTimeout   time.Duration `yaml:"http-idle-timeout" help:"close a keep-alive HTTP connection idle this long (device WebSockets and event streams are not affected)"`
-	MCPMaxSessions    int           `yaml:"mcp-max-sessions" help:"most /mcp sessions open at once; more are refused with 503"`
+	MCPMaxSessions    int           `yaml:"mcp-max-sessions" help:"most /mcp sessions open at once; more are refused with 429"`
 	MCPSessionTimeout time.Duration `yaml:"mcp-session-timeout" help:"close an /mcp session that made no request for this long"`
-	SSEMaxStreams     int           `yaml:"sse-max-streams" help:"most GET /api/events streams open at once; more are refused with 503"`
+	SSEMaxStreams     int           `yaml:"sse-max-streams" help:"most GET /api/events streams open at once; more are refused with 429"`
 	SSEWriteTimeout   time.Duration `yaml:"sse-write-timeout" help:"drop a client of an event stream or /mcp stream that has not taken a write for this long"`
 }
 
@@ -154,9 +159,7 @@ func LoadConfig(args []string, getenv func(string) string) (Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("config file: %w", err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		if err := decodeFile(data, &cfg); err != nil {
 			return cfg, fmt.Errorf("config file %s: %w", *configPath, err)
 		}
 	}
@@ -175,7 +178,66 @@ func LoadConfig(args []string, getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("%s: %w", from, err)
 		}
 	}
+	cfg.resolveAgent(getenv)
 	return cfg, cfg.Validate()
+}
+
+// fileConfig is the config file: every setting by its key, and the agent
+// settings also as a section, as the agent's help text describes them:
+//
+//	agent:
+//	  provider: openai
+//	  model: qwen2.5
+//	  base-url: http://localhost:11434/v1
+type fileConfig struct {
+	Config `yaml:",inline"`
+	Agent  struct {
+		Provider  string `yaml:"provider"`
+		Model     string `yaml:"model"`
+		APIKey    string `yaml:"api-key"`
+		BaseURL   string `yaml:"base-url"`
+		AuthToken string `yaml:"auth-token"`
+	} `yaml:"agent"`
+}
+
+// decodeFile reads a YAML config file over cfg. Unknown keys are errors; a
+// setting given both as agent-x and in the agent section must agree.
+func decodeFile(data []byte, cfg *Config) error {
+	f := fileConfig{Config: *cfg}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	for _, s := range []struct {
+		key     string
+		flat    *string
+		section string
+	}{
+		{"provider", &f.AgentProvider, f.Agent.Provider},
+		{"model", &f.AgentModel, f.Agent.Model},
+		{"api-key", &f.AgentAPIKey, f.Agent.APIKey},
+		{"base-url", &f.AgentBaseURL, f.Agent.BaseURL},
+		{"auth-token", &f.AgentAuthToken, f.Agent.AuthToken},
+	} {
+		if s.section == "" {
+			continue
+		}
+		if *s.flat != "" && *s.flat != s.section {
+			return fmt.Errorf("agent-%s and agent: %s are both set and differ; keep one", s.key, s.key)
+		}
+		*s.flat = s.section
+	}
+	*cfg = f.Config
+	return nil
+}
+
+// resolveAgent fills the agent settings left empty from the environment
+// variables LLM tools share (ANTHROPIC_*, OPENAI_*, XZ_AGENT_*), so that the
+// hub itself depends only on its Config.
+func (c *Config) resolveAgent(getenv func(string) string) {
+	a := agent.Config{Provider: c.AgentProvider, Model: c.AgentModel, APIKey: c.AgentAPIKey, BaseURL: c.AgentBaseURL, AuthToken: c.AgentAuthToken}.FromEnv(getenv)
+	c.AgentProvider, c.AgentModel, c.AgentAPIKey, c.AgentBaseURL, c.AgentAuthToken = a.Provider, a.Model, a.APIKey, a.BaseURL, a.AuthToken
 }
 
 func envName(key string) string {

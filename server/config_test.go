@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/server"
 )
 
@@ -59,5 +60,58 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "XZ_HUB_MAX_CALLS") {
 		t.Errorf("bad env value: %v", err)
+	}
+}
+
+// The agent section the agent's help text tells people to write
+// ("the agent section of the hub's config file (provider, model, api-key,
+// base-url)") is accepted, and the flat agent-* keys still work.
+func TestConfigAgentSection(t *testing.T) {
+	dir := t.TempDir()
+	noEnv := func(string) string { return "" }
+	load := func(yaml string) (server.Config, error) {
+		file := filepath.Join(dir, "hub.yaml")
+		os.WriteFile(file, []byte(yaml), 0o600)
+		return server.LoadConfig([]string{"--config", file}, noEnv)
+	}
+	cfg, err := load("agent:\n  provider: openai\n  model: qwen2.5\n  api-key: k\n  base-url: http://localhost:11434/v1\n")
+	if err != nil {
+		t.Fatalf("agent section refused: %v", err)
+	}
+	if cfg.AgentProvider != "openai" || cfg.AgentModel != "qwen2.5" || cfg.AgentAPIKey != "k" || cfg.AgentBaseURL != "http://localhost:11434/v1" {
+		t.Errorf("agent section read as %+v", cfg)
+	}
+	if !strings.Contains(agent.Help, "agent section of the hub's config file (provider, model, api-key, base-url)") {
+		t.Errorf("the help text no longer names the section this test writes:\n%s", agent.Help)
+	}
+	if cfg, err := load("agent-model: m\nagent:\n  model: m\n"); err != nil || cfg.AgentModel != "m" {
+		t.Errorf("same model twice = %q, %v", cfg.AgentModel, err)
+	}
+	if _, err := load("agent-model: a\nagent:\n  model: b\n"); err == nil || !strings.Contains(err.Error(), "agent-model") {
+		t.Errorf("conflicting models: want an error naming agent-model, got %v", err)
+	}
+	if _, err := load("agent:\n  modle: x\n"); err == nil || !strings.Contains(err.Error(), "modle") {
+		t.Errorf("misspelt key in the agent section: %v", err)
+	}
+}
+
+// LoadConfig, not Open, reads the LLM environment variables: the file and
+// flags win, the environment fills what they leave empty.
+func TestConfigAgentFromEnvironment(t *testing.T) {
+	env := map[string]string{"ANTHROPIC_AUTH_TOKEN": "tok", "ANTHROPIC_BASE_URL": "http://proxy", "XZ_AGENT_MODEL": "claude-x", "OPENAI_API_KEY": "o"}
+	getenv := func(k string) string { return env[k] }
+	cfg, err := server.LoadConfig(nil, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AgentProvider != "anthropic" || cfg.AgentAuthToken != "tok" || cfg.AgentBaseURL != "http://proxy" || cfg.AgentModel != "claude-x" || cfg.AgentAPIKey != "" {
+		t.Errorf("from the environment: %+v", cfg)
+	}
+	cfg, err = server.LoadConfig([]string{"--agent-provider", "openai", "--agent-model", "gpt-x"}, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AgentProvider != "openai" || cfg.AgentModel != "gpt-x" || cfg.AgentAPIKey != "o" || cfg.AgentAuthToken != "" {
+		t.Errorf("flags over the environment: %+v", cfg)
 	}
 }

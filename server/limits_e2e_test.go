@@ -99,8 +99,8 @@ func TestEventStreamsAreCappedAndStalledReadersDropped(t *testing.T) {
 	}
 
 	st, body, _ := h.openStream()
-	if st != http.StatusServiceUnavailable || errCode(body) != "busy" || !strings.Contains(errMessage(body), "sse-max-streams") {
-		t.Fatalf("second stream with sse-max-streams 1: %d %v, want 503 busy naming the setting", st, body)
+	if st != http.StatusTooManyRequests || errCode(body) != "too_many_requests" || !strings.Contains(errMessage(body), "sse-max-streams") {
+		t.Fatalf("second stream with sse-max-streams 1: %d %v, want 429 too_many_requests naming the setting", st, body)
 	}
 
 	// Events pile up in the stalled connection until its write deadline
@@ -164,8 +164,8 @@ func TestMCPSessionsAreCapped(t *testing.T) {
 		ids = append(ids, sid)
 	}
 	st, _, body := h.mcpInitialize()
-	if st != http.StatusServiceUnavailable || errCode(body) != "busy" || !strings.Contains(errMessage(body), "mcp-max-sessions") {
-		t.Fatalf("fourth session with mcp-max-sessions 3: %d %v, want 503 busy naming the setting", st, body)
+	if st != http.StatusTooManyRequests || errCode(body) != "too_many_requests" || !strings.Contains(errMessage(body), "mcp-max-sessions") {
+		t.Fatalf("fourth session with mcp-max-sessions 3: %d %v, want 429 too_many_requests naming the setting", st, body)
 	}
 	req, _ := http.NewRequest("DELETE", h.URL()+"/mcp", nil)
 	req.Header.Set("Authorization", "Bearer "+h.Token)

@@ -34,7 +34,7 @@ func firmwareDir(t *testing.T, files map[string]int) string {
 	return dir
 }
 
-// §12.21: firmware is offered for the device's board, as a numeric version,
+// docs/protocol.md §12.21: firmware is offered for the device's board, as a numeric version,
 // and served with Content-Length; the device downloads it and, rebooted
 // into it, is offered nothing more.
 func TestFirmwareOfferIsDownloadedWithContentLength(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/xiaozhi-hub/hub/server"
 )
 
-// otaRequest sends what the firmware sends (§2.1) for device id to path,
+// otaRequest sends what the firmware sends (docs/protocol.md §2.1) for device id to path,
 // with extra headers set ("" removes one), and returns the answer.
 func (h *testHub) otaRequest(method, path, id string, extra map[string]string, body string) reply {
 	h.t.Helper()
@@ -193,10 +193,12 @@ func TestActivateRules(t *testing.T) {
 		t.Fatalf("the v2 evidence is recorded: %v", a)
 	}
 	approve(t, h, code)
-	if r := h.otaRequest("POST", "/xiaozhi/ota/activate", id, nil, "{}"); r.StatusCode != 200 {
+	// The firmware sends the same headers on every request (§2.4).
+	v2hdr := map[string]string{"Activation-Version": "2", "Serial-Number": "SN-0001"}
+	if r := h.otaRequest("POST", "/xiaozhi/ota/activate", id, v2hdr, v2); r.StatusCode != 200 {
 		t.Fatalf("approved: %d", r.StatusCode)
 	}
-	ans = checkAnswer(t, h.otaRequest("POST", "/xiaozhi/ota/", id, nil, systemInfo))
+	ans = checkAnswer(t, h.otaRequest("POST", "/xiaozhi/ota/", id, v2hdr, systemInfo))
 	if ans["activation"] != nil {
 		t.Fatalf("activation object after approval (the device would loop): %v", ans)
 	}

@@ -114,8 +114,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	})
 	h.agent = agent.New(reg, agent.Config{
 		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
-		DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
-	}.FromEnv(os.Getenv))
+		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
+	})
 	h.mcp = mcpserver.New(reg, mcpserver.Options{
 		DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: log.With("component", "mcp"),
 		MaxSessions: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout, WriteTimeout: cfg.SSEWriteTimeout,

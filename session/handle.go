@@ -51,7 +51,7 @@ func (s *session) handleOther(ctx context.Context, m protocol.Message) {
 	case protocol.TypeIoT:
 		s.handleIoT(ctx, m.Raw)
 	case protocol.TypeHello:
-		// One hello per connection; a second one changes nothing (§3.3).
+		// One hello per connection; a second one changes nothing (docs/protocol.md §3.3).
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "note": "repeated hello ignored"})
 	default: // listen, abort, goodbye and types the hub does not know
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})

@@ -8,7 +8,7 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-// Identity is who a connecting device says it is (device-protocol.md §3.1).
+// Identity is who a connecting device says it is (docs/protocol.md §3.1).
 // Browser clients cannot set headers, so each value may also come as a
 // query parameter (device-id, client-id, protocol-version, authorization or
 // token; "_" and case are ignored in the names).
@@ -55,6 +55,7 @@ func ParseIdentity(r *http.Request) (Identity, error) {
 	if err := checkDeviceID(id.DeviceID); err != nil {
 		return id, err
 	}
+	id.DeviceID = hub.NormalizeDeviceID(id.DeviceID)
 	if len(id.ClientID) > 128 {
 		return id, hub.Errorf(hub.EBADREQUEST, "Client-Id is longer than 128 characters")
 	}

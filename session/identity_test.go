@@ -24,6 +24,11 @@ func TestParseIdentity(t *testing.T) {
 	if err != nil || id.DeviceID != "aa:bb:cc:dd:ee:01" || id.ProtocolVersion != 2 || id.Token != "tok" || id.ClientID != "c" {
 		t.Fatalf("query: %+v %v", id, err)
 	}
+	// A browser client may send the MAC in upper case: the same device.
+	r = httptest.NewRequest("GET", "/xiaozhi/v1/?device-id=AA:BB:CC:DD:EE:0F", nil)
+	if id, err := ParseIdentity(r); err != nil || id.DeviceID != "aa:bb:cc:dd:ee:0f" {
+		t.Fatalf("upper-case MAC: %+v %v", id, err)
+	}
 	// The firmware sends a token containing a space as it is (no "Bearer ").
 	r = httptest.NewRequest("GET", "/xiaozhi/v1/", nil)
 	r.Header.Set("Device-Id", "x")

@@ -65,7 +65,7 @@ func newSession(s *Server, c *websocket.Conn, id Identity, remote string) *sessi
 func newSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:]) // no quotes or backslashes: the firmware does not escape it (§12.25)
+	return hex.EncodeToString(b[:]) // no quotes or backslashes: the firmware does not escape it (docs/protocol.md §12.25)
 }
 
 // open runs the handshake. When it fails, the connection is closed and

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Built-in tools (§8.6), with the firmware's names, descriptions and
+// Built-in tools (docs/protocol.md §8.6), with the firmware's names, descriptions and
 // schemas. They are shared by all devices; state lives in the Device.
 var (
 	toolGetDeviceStatus = &Tool{

@@ -45,7 +45,7 @@ type link struct {
 }
 
 // drop closes the TCP connection without a WebSocket Close frame: the
-// firmware just destroys the socket (§3.5).
+// firmware just destroys the socket (docs/protocol.md §3.5).
 func (l *link) drop() {
 	l.cancel()
 	_ = l.conn.CloseNow()

@@ -47,7 +47,7 @@ func TestHelloExchangeAndHeaders(t *testing.T) {
 		t.Errorf("downlink sample rate %d", got)
 	}
 
-	// session_id is echoed in later device messages (§3.3, §5.1).
+	// session_id is echoed in later device messages (docs/protocol.md §3.3, §5.1).
 	ctx := context.Background()
 	if err := d.SendListenStart(ctx, "manual"); err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
 // Package sim provides simulated xiaozhi-esp32 devices that behave like the
-// real firmware on the wire (see device-protocol.md in the shared docs; the
+// real firmware on the wire (see docs/protocol.md; the
 // section numbers in comments refer to it). They are used by end-to-end
 // tests, by the hub's --demo mode and for load tests.
 //

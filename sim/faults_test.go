@@ -35,7 +35,7 @@ func TestFailingAndSlowTools(t *testing.T) {
 	}
 
 	// A slow tool blocks the main loop: the reply to a later request, even
-	// an error sent "at once", waits until the tool is done (§12.13). The
+	// an error sent "at once", waits until the tool is done (docs/protocol.md §12.13). The
 	// tool's own reply is scheduled again when it ends, so it comes after.
 	start := time.Now()
 	hc.sendMCP(`{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"test.slow"}}`)

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Legacy IoT things of firmware ≤ 1.7 (§9), with the descriptions of the
+// Legacy IoT things of firmware ≤ 1.7 (docs/protocol.md §9), with the descriptions of the
 // firmware's things/*.cc. Definitions are shared; state lives in the Device.
 
 type iotValue struct{ name, desc, typ string } // typ: "number", "boolean", "string"

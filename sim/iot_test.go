@@ -38,7 +38,7 @@ func TestIoTLegacyDevice(t *testing.T) {
 	h := newFakeHub(t)
 	d, hc := connect(t, h, sim.Config{Mode: sim.ModeIoT})
 
-	// One thing per descriptor message, then all states in one message (§9).
+	// One thing per descriptor message, then all states in one message (docs/protocol.md §9).
 	speaker, lamp := nextIoT(t, hc), nextIoT(t, hc)
 	if len(speaker.Descriptors) != 1 || speaker.Descriptors[0].Name != "Speaker" ||
 		speaker.Descriptors[0].Methods["SetVolume"].Parameters["volume"].Type != "number" ||

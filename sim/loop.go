@@ -4,7 +4,7 @@ import "sync"
 
 // mainLoop imitates the firmware's main task and its Application::Schedule:
 // tasks run one at a time, in the order they were scheduled. A tool call runs
-// there, and so does sending every MCP reply (§8.2: replies go through
+// there, and so does sending every MCP reply (docs/protocol.md §8.2: replies go through
 // SendMcpMessage, which schedules), so a slow tool delays later replies just
 // as on a real device (§12.13).
 //

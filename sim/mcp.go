@@ -10,7 +10,7 @@ import (
 )
 
 // maxListPayload is the firmware's tools/list page budget, which includes a
-// 30-byte margin (§8.4).
+// 30-byte margin (docs/protocol.md §8.4).
 const maxListPayload = 8000
 
 // handleMCP is McpServer::ParseMessage, run on the read loop like on the

@@ -72,7 +72,7 @@ func TestToolsListPagination(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := d.ToolNames()
-	// AI-visible tools are registered before the user-only ones (§8.4).
+	// AI-visible tools are registered before the user-only ones (docs/protocol.md §8.4).
 	if names[len(names)-1] != "self.upgrade_firmware" || names[4] != "test.filler.000" {
 		t.Errorf("tool order %v", names)
 	}

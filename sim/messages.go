@@ -12,7 +12,7 @@ import (
 )
 
 // onText handles one server text frame, as Application::OnIncomingJson and
-// the protocol layer do (§3.4, §5.2).
+// the protocol layer do (docs/protocol.md §3.4, §5.2).
 func (d *Device) onText(l *link, data []byte) {
 	if d.cfg.OnText != nil {
 		d.cfg.OnText(data)

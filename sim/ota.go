@@ -20,7 +20,7 @@ import (
 // device (crash, abort, or a switch to MQTT); the message says how.
 var ErrOTA = errors.New("sim: OTA answer not accepted")
 
-// OTAResult is what one OTA check told the device (§2.2). Nil sections
+// OTAResult is what one OTA check told the device (docs/protocol.md §2.2). Nil sections
 // were absent.
 type OTAResult struct {
 	Status     int

@@ -12,7 +12,7 @@ import (
 
 // SlowTool returns a tool that sleeps for d (or until the connection ends)
 // and then returns "done". While it runs, the device's main loop is busy,
-// so later replies wait, as on the firmware (§12.13).
+// so later replies wait, as on the firmware (docs/protocol.md §12.13).
 func SlowTool(name string, d time.Duration) *Tool {
 	return &Tool{
 		Name:        name,

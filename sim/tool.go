@@ -13,7 +13,7 @@ import (
 )
 
 // PropType is the type of a tool property. The firmware knows only these
-// three (§8.4).
+// three (docs/protocol.md §8.4).
 type PropType string
 
 // Property types.

@@ -60,9 +60,10 @@ func scanTrust(sc interface{ Scan(...any) error }) (hub.Trust, error) {
 	return t, err
 }
 
-// SaveTrust writes the decision part of t (generation, approval,
-// revocation, activation evidence), creating the record if needed; what
-// RecordCheck writes is left alone.
+// SaveTrust writes the decision part of t (the identity the device is
+// bound to: client id and serial number; generation, approval, revocation,
+// activation evidence), creating the record if needed; what RecordCheck
+// writes is left alone.
 func (s *Store) SaveTrust(ctx context.Context, t hub.Trust) error {
 	if err := checkID(t.DeviceID); err != nil {
 		return err
@@ -76,13 +77,13 @@ func (s *Store) SaveTrust(ctx context.Context, t hub.Trust) error {
 		return fmt.Errorf("save trust of %s: revoked: %w", t.DeviceID, err)
 	}
 	err = s.write(ctx, func(w *wtx) error {
-		_, err := w.exec(`INSERT INTO device_trust (device_id, generation, approved, revoked,
-			activation_version, serial_number, activation_hmac) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (device_id) DO UPDATE SET generation = excluded.generation,
+		_, err := w.exec(`INSERT INTO device_trust (device_id, client_id, generation, approved, revoked,
+			activation_version, serial_number, activation_hmac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (device_id) DO UPDATE SET client_id = excluded.client_id, generation = excluded.generation,
 			approved = excluded.approved, revoked = excluded.revoked,
 			activation_version = excluded.activation_version,
 			serial_number = excluded.serial_number, activation_hmac = excluded.activation_hmac`,
-			t.DeviceID, t.Generation, approved, revoked, t.ActivationVersion, t.SerialNumber, t.ActivationHMAC)
+			t.DeviceID, t.ClientID, t.Generation, approved, revoked, t.ActivationVersion, t.SerialNumber, t.ActivationHMAC)
 		return err
 	})
 	if err != nil {
@@ -91,9 +92,10 @@ func (s *Store) SaveTrust(ctx context.Context, t hub.Trust) error {
 	return nil
 }
 
-// RecordCheck writes what the device reported at an OTA check (client id,
-// board, firmware, system info, time), creating the record if needed; the
-// decision part is left alone. Absent system info keeps the stored one.
+// RecordCheck writes what the device reported at an OTA check (board,
+// firmware, system info, time; the client id only when none is bound),
+// creating the record if needed; the decision part is left alone. Absent
+// system info keeps the stored one.
 func (s *Store) RecordCheck(ctx context.Context, t hub.Trust) error {
 	if err := checkID(t.DeviceID); err != nil {
 		return err
@@ -109,7 +111,8 @@ func (s *Store) RecordCheck(ctx context.Context, t hub.Trust) error {
 	err = s.write(ctx, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO device_trust (device_id, client_id, board, firmware, system_info, last_check)
 			VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (device_id) DO UPDATE SET client_id = excluded.client_id, board = excluded.board,
+		ON CONFLICT (device_id) DO UPDATE SET
+			client_id = CASE WHEN client_id = '' THEN excluded.client_id ELSE client_id END, board = excluded.board,
 			firmware = excluded.firmware, system_info = coalesce(excluded.system_info, system_info),
 			last_check = excluded.last_check`,
 			t.DeviceID, t.ClientID, t.Board, t.Firmware, info, checked)

@@ -27,7 +27,7 @@ func TestTrustRoundTripAndPartialWrites(t *testing.T) {
 	if err := s.RecordCheck(ctx, check); err != nil {
 		t.Fatal(err)
 	}
-	decision := hub.Trust{DeviceID: check.DeviceID, Generation: 42, Approved: at.Add(time.Minute),
+	decision := hub.Trust{DeviceID: check.DeviceID, ClientID: "c1", Generation: 42, Approved: at.Add(time.Minute),
 		ActivationVersion: 2, SerialNumber: "SN-1", ActivationHMAC: "ab"}
 	if err := s.SaveTrust(ctx, decision); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Package catalogtest holds test fixtures for the agent-facing packages
 // (catalog, search, mcpserver, agent): a simulated home of devices whose
-// tools and things are shaped like real firmware (device-protocol.md §8.6,
+// tools and things are shaped like real firmware (docs/protocol.md §8.6,
 // §9), a registry over a real SQLite store, and fake device connections with
 // state.
 package catalogtest

@@ -286,14 +286,6 @@ func (h *hubProc) deviceURL() string {
 func (h *hubProc) cpu() time.Duration { d, _ := procCPU(h.pid()); return d }
 func (h *hubProc) rss() int64         { n, _ := procRSS(h.pid()); return n }
 func (h *hubProc) listenAddr() string { return h.addr }
-func (h *hubProc) alive() bool {
-	select {
-	case <-h.exited:
-		return false
-	default:
-		return true
-	}
-}
 
 // kill sends SIGKILL (kill -9) and reaps the process.
 func (h *hubProc) kill() {

@@ -21,7 +21,7 @@ func TestRawClient(t *testing.T) {
 			w.(http.Flusher).Flush() // forces chunked encoding
 			io.WriteString(w, "part one, ")
 			w.(http.Flusher).Flush()
-			io.WriteString(w, string(b))
+			w.Write(b)
 			return
 		}
 		w.Write(b)

@@ -21,6 +21,8 @@ Talks to a running hub over its API, with the admin token.
   pending                               activation codes waiting for approval
   approve CODE [--name N] [--room R]    approve the device showing CODE
   revoke DEVICE-ID                      revoke the device's tokens (it must be approved again)
+  rebind DEVICE-ID [--client-id C]      bind a re-flashed device to its new Client-Id (default:
+                                        the one its next OTA check or connection presents)
 
 flags:
 `
@@ -33,6 +35,7 @@ func devices(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hub := addHubFlags(fs)
 	name := fs.String("name", "", "approve: name for the device")
 	room := fs.String("room", "", "approve: room of the device")
+	clientID := fs.String("client-id", "", "rebind: the device's new Client-Id (see its identity_refused events)")
 	pos, code := parseInterspersed(fs, args)
 	if code >= 0 {
 		return code
@@ -69,6 +72,14 @@ func devices(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err = c.do(ctx, "POST", "/api/devices/"+url.PathEscape(pos[1])+"/token/revoke", nil, nil); err == nil {
 			fmt.Fprintf(stdout, "revoked the tokens of device %s\n", pos[1])
 		}
+	case pos[0] == "rebind" && len(pos) == 2:
+		body := map[string]string{}
+		if *clientID != "" {
+			body["clientId"] = *clientID
+		}
+		if err = c.do(ctx, "POST", "/api/devices/"+url.PathEscape(pos[1])+"/rebind", body, nil); err == nil {
+			fmt.Fprintf(stdout, "device %s re-bound; its old tokens no longer work, it gets a new one at its next boot\n", pos[1])
+		}
 	default:
 		fs.Usage()
 		return 2
@@ -86,6 +97,7 @@ func (c apiClient) pending(ctx context.Context, w io.Writer) error {
 		Activations []struct {
 			Code, DeviceID, Board, Firmware, RemoteAddr string
 			Expires                                     time.Time
+			Rebind                                      bool
 		}
 	}
 	if err := c.do(ctx, "GET", "/api/activations", nil, &out); err != nil {
@@ -97,11 +109,22 @@ func (c apiClient) pending(ctx context.Context, w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CODE\tDEVICE\tBOARD\tFIRMWARE\tFROM\tEXPIRES IN")
+	rebind := false
 	for _, a := range out.Activations {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Code, a.DeviceID, a.Board, a.Firmware, a.RemoteAddr,
+		id := a.DeviceID
+		if a.Rebind {
+			id, rebind = id+" *", true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Code, id, a.Board, a.Firmware, a.RemoteAddr,
 			time.Until(a.Expires).Round(time.Second))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rebind {
+		fmt.Fprintln(w, "* already approved with another Client-Id: approving re-binds it; do so only if the device was re-flashed and shows this code")
+	}
+	return nil
 }
 
 type apiClient struct{ base, token string }

@@ -72,6 +72,9 @@ func TestDevicesApprove(t *testing.T) {
 	if dev, err := h.Registry.Device(d.ID()); err != nil || dev.Name != "Kitchen" {
 		t.Fatalf("device: %+v %v", dev, err)
 	}
+	if rc, out := cli("rebind", d.ID(), "--client-id", "11111111-2222-4333-8444-555555555555"); rc != 0 || !strings.Contains(out, "re-bound") {
+		t.Fatalf("rebind: %d %s", rc, out)
+	}
 	if rc, out := cli("revoke", d.ID()); rc != 0 || !strings.Contains(out, "revoked") {
 		t.Fatalf("revoke: %d %s", rc, out)
 	}

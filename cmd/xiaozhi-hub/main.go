@@ -1,7 +1,7 @@
 // Command xiaozhi-hub runs the hub (the default), or talks to a running one.
 //
 //	xiaozhi-hub [flags]          serve (see --help for every setting)
-//	xiaozhi-hub devices pending|approve CODE|revoke ID   (see devices --help)
+//	xiaozhi-hub devices pending|approve CODE|revoke ID|rebind ID   (see devices --help)
 //	xiaozhi-hub chat "打开客厅的灯"                       ask the hub's agent (see chat --help)
 //	xiaozhi-hub version
 package main

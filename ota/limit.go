@@ -1,0 +1,98 @@
+package ota
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+// maxLimited bounds the addresses the rate limiter remembers.
+const maxLimited = 10_000
+
+// rateLimiter is a token bucket per source address for the device-facing
+// OTA routes, which need no credentials. A device makes one check at boot
+// and, while it shows a code, one /activate every 3 s and a check every
+// ~30 s: far below the default rate.
+type rateLimiter struct {
+	rate  float64 // tokens per second
+	burst float64
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newRateLimiter(rate float64, burst int) *rateLimiter {
+	return &rateLimiter{rate: rate, burst: float64(burst), buckets: map[string]*bucket{}}
+}
+
+// allow takes a token from addr's bucket, or says how long to wait.
+func (l *rateLimiter) allow(addr string, now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[addr]
+	if b == nil {
+		if len(l.buckets) >= maxLimited {
+			l.sweepLocked(now)
+		}
+		b = &bucket{tokens: l.burst, at: now}
+		l.buckets[addr] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
+	b.at = now
+	if b.tokens < 1 {
+		return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	}
+	b.tokens--
+	return true, 0
+}
+
+// sweepLocked forgets addresses whose bucket is full again (they are no
+// different from new ones); if every address is still busy, it forgets
+// them all rather than grow.
+func (l *rateLimiter) sweepLocked(now time.Time) {
+	for a, b := range l.buckets {
+		if b.tokens+now.Sub(b.at).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, a)
+		}
+	}
+	if len(l.buckets) >= maxLimited {
+		clear(l.buckets)
+	}
+}
+
+// limitKey is the source address a request is counted under: the IPv4
+// address, or the /64 network of an IPv6 one (one host has a whole /64).
+func limitKey(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// admit answers 429 with Retry-After and reports false when the request's
+// address is over its rate.
+func (s *Service) admit(w http.ResponseWriter, r *http.Request) bool {
+	ok, wait := s.limiter.allow(limitKey(r), s.opts.Now())
+	if ok {
+		return true
+	}
+	secs := int(wait/time.Second) + 1
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	s.refuse(w, r, &httpError{http.StatusTooManyRequests, hub.ETOOMANY,
+		"too many OTA requests from this address; retry in " + strconv.Itoa(secs) + " s"})
+	return false
+}
