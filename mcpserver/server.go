@@ -79,7 +79,8 @@ type Server struct {
 	mcp     *mcp.Server
 	handler http.Handler
 
-	opening sync.Mutex // held while a new session is admitted
+	openMu  sync.Mutex
+	opening int // initialize requests being served; guarded by openMu
 	mu      sync.Mutex
 	exposed map[string]string // tool name → fingerprint of what was added
 	// stale is set when devices changed while no MCP session was open: the
@@ -151,16 +152,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.sync()
 	}
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-		// A new session (initialize): one at a time, so that the count
-		// cannot be overtaken.
-		s.opening.Lock()
-		defer s.opening.Unlock()
-		if n := s.sessionCount(); n >= s.opts.MaxSessions {
+		// A new session (initialize). Sessions being opened count too, so
+		// that concurrent requests cannot overtake the cap.
+		s.openMu.Lock()
+		n := s.sessionCount() + s.opening
+		if n >= s.opts.MaxSessions {
+			s.openMu.Unlock()
 			w.Header().Set("Retry-After", "60")
 			api.WriteError(w, hub.Errorf(hub.ETOOMANY, "%d MCP sessions are already open, the most the hub allows (setting mcp-max-sessions); "+
 				"close one (DELETE /mcp with its Mcp-Session-Id) or wait for idle ones to expire (mcp-session-timeout, %v)", n, s.opts.SessionTimeout))
 			return
 		}
+		s.opening++
+		s.openMu.Unlock()
+		defer func() {
+			s.openMu.Lock()
+			s.opening--
+			s.openMu.Unlock()
+		}()
 	}
 	withWriteDeadlines(s.handler, s.opts.WriteTimeout, w, r)
 }
