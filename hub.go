@@ -37,8 +37,8 @@ type Device struct {
 	MCP             bool            `json:"mcp"`                // speaks MCP (hello features.mcp)
 	SystemInfo      json.RawMessage `json:"systemInfo,omitempty"`
 
-	FirstSeen time.Time `json:"firstSeen"`
-	LastSeen  time.Time `json:"lastSeen"`
+	FirstSeen time.Time `json:"firstSeen,omitzero"`
+	LastSeen  time.Time `json:"lastSeen,omitzero"` // absent until the device first connects
 
 	// Derived, filled in by the registry.
 	Online     bool   `json:"online"`

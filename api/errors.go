@@ -45,6 +45,8 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case hub.EUNAUTHORIZED:
 		return http.StatusUnauthorized
+	case hub.ETOOMANY:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}
@@ -52,7 +54,7 @@ func statusOf(err error) int {
 
 // WriteError writes err as an error response: the status its code maps to
 // (ENOTFOUND 404, EINVALID 422, EBADREQUEST 400, EOFFLINE and ECONFLICT 409,
-// EDEVICE and EGONE 502, ETIMEOUT 504, EBUSY 503, EUNAUTHORIZED 401, anything else 500)
+// EDEVICE and EGONE 502, ETIMEOUT 504, EBUSY 503, EUNAUTHORIZED 401, ETOOMANY 429, anything else 500)
 // and the body {"error":{"code":…,"message":…}}. Errors that are not
 // *hub.Error are logged (with slog.Default) and shown as "internal error", so
 // that internals never reach clients.

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,7 +23,9 @@ import (
 // the recorded ones). ?device= keeps one device's events, plus the hub's
 // "events_dropped" notices, which say this stream fell behind and lost some.
 // A ": keepalive" comment goes out every 15 s. The stream ends when the
-// client goes away or the registry closes.
+// client goes away, when it takes no write for StreamWriteTimeout (a client
+// that stopped reading), or when the registry closes. At most MaxStreams
+// are open at once; more are refused with 429.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	device := hub.NormalizeDeviceID(r.URL.Query().Get("device"))
 	rc := http.NewResponseController(w)
@@ -36,15 +39,29 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if s.streams.Add(1) > s.maxStreams {
+		s.streams.Add(-1)
+		w.Header().Del("Content-Type")
+		w.Header().Set("Retry-After", "30")
+		writeErrorStatus(w, http.StatusTooManyRequests, hub.ETOOMANY, fmt.Sprintf(
+			"%d event streams are already open, the most the hub allows (setting sse-max-streams); close one or try again later", s.maxStreams))
+		return
+	}
+	defer s.streams.Add(-1)
+
 	// Subscribe before the response starts, so that a client that has seen
 	// the headers misses nothing that happens afterwards.
 	events, cancel := s.reg.Subscribe()
 	defer cancel()
 
-	// The stream outlives any write timeout of the http.Server.
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.Debug("api: cannot clear write deadline for event stream", "err", err)
+	// Each write has a deadline of its own: a client that stops reading
+	// is dropped instead of holding this goroutine forever.
+	deadline := func() {
+		if err := rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			s.log.Debug("api: cannot set write deadline for event stream", "err", err)
+		}
 	}
+	deadline()
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write([]byte(": connected\n\n")); err != nil {
 		return
@@ -63,6 +80,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
+			deadline()
 			if _, err := w.Write([]byte(": keepalive\n\n")); err != nil {
 				return
 			}
@@ -80,7 +98,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			seq++
 			buf = appendEvent(buf[:0], ev, seq, data)
+			deadline()
 			if _, err := w.Write(buf); err != nil {
+				s.log.Info("api: event stream ended: write failed (client gone, or not reading)", "remote", r.RemoteAddr, "err", err)
 				return
 			}
 		}

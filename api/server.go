@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
@@ -44,6 +45,13 @@ type Options struct {
 	// Ready, if set, is asked by /healthz; an error makes it answer 503 with
 	// the error's text (shown without a token, so keep secrets out of it).
 	Ready func() error
+	// MaxStreams caps the GET /api/events streams open at once (default
+	// 64); more are refused with 429 and code "too_many_requests".
+	MaxStreams int
+	// StreamWriteTimeout drops an event stream whose client has not taken
+	// one event (or keepalive) within it (default 15 s), so that a client
+	// that stops reading holds no goroutine or buffer.
+	StreamWriteTimeout time.Duration
 }
 
 // Server is the HTTP API over a Registry. Mount it with Register.
@@ -54,6 +62,10 @@ type Server struct {
 	log       *slog.Logger
 	ready     func() error
 	keepalive time.Duration // SSE comment interval
+
+	maxStreams   int64
+	writeTimeout time.Duration
+	streams      atomic.Int64 // event streams open
 }
 
 // New returns a Server. It panics when opts.Registry is nil or opts.Token is
@@ -68,6 +80,12 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = 64
+	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = 15 * time.Second
+	}
 	return &Server{
 		reg:       opts.Registry,
 		token:     opts.Token,
@@ -75,6 +93,9 @@ func New(opts Options) *Server {
 		log:       opts.Logger,
 		ready:     opts.Ready,
 		keepalive: 15 * time.Second,
+
+		maxStreams:   int64(opts.MaxStreams),
+		writeTimeout: opts.StreamWriteTimeout,
 	}
 }
 

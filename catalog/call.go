@@ -39,6 +39,10 @@ func errResult(err error) Result {
 // Call runs the agent tool called name with JSON object arguments.
 func (c *Catalog) Call(ctx context.Context, name string, args json.RawMessage) Result {
 	t, ok := c.Lookup(name)
+	if !ok && fixedOnly(name) {
+		return c.bound(errResult(hub.Errorf(hub.ENOTFOUND, "%s is offered only when the hub has more devices than it lists directly; "+
+			"call the device's own tool instead (list the tools again to see them)", name)))
+	}
 	if !ok {
 		return c.bound(errResult(hub.Errorf(hub.ENOTFOUND, "no tool %q: the device may have gone or changed its tools; list the tools again or use search_devices", name)))
 	}

@@ -332,7 +332,9 @@ func (c *Catalog) Devices() []hub.Device { return c.refresh() }
 // Lookup returns the tool with an agent name (device or hub tool).
 func (c *Catalog) Lookup(name string) (Tool, bool) {
 	if t, ok := hubTool(name); ok {
-		return t, true
+		// Only what Tools offers now is callable: in direct mode the
+		// device tools stand in for call_device_tool and send_iot_commands.
+		return t, !fixedOnly(name) || !c.Direct()
 	}
 	c.refresh()
 	return c.lookupCached(name)

@@ -73,6 +73,10 @@ func HubTools(direct bool) []Tool {
 	return out
 }
 
+// fixedOnly reports whether a hub tool is offered only when device tools
+// are not offered directly (many devices).
+func fixedOnly(name string) bool { return name == ToolCallDeviceTool || name == ToolSendIoTCommands }
+
 func hubTool(name string) (Tool, bool) {
 	t, ok := hubTools[name]
 	return t, ok

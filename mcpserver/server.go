@@ -31,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/catalog"
 	"github.com/xiaozhi-hub/hub/registry"
 )
@@ -50,8 +51,14 @@ type Options struct {
 	MaxResultBytes int
 	// CallTimeout bounds each device call (0: the registry's default).
 	CallTimeout time.Duration
-	// SessionTimeout closes MCP sessions idle this long (default 30 min).
+	// SessionTimeout closes MCP sessions idle this long (default 10 min).
 	SessionTimeout time.Duration
+	// MaxSessions caps the MCP sessions open at once (default 64): a new
+	// session beyond it is refused with 429 and code "too_many_requests".
+	MaxSessions int
+	// WriteTimeout drops a client that takes no write of a response (or
+	// stream) within it (default 15 s).
+	WriteTimeout time.Duration
 	// Debounce gathers registry events for this long before the tool list
 	// is recomputed (default 100 ms).
 	Debounce time.Duration
@@ -72,6 +79,8 @@ type Server struct {
 	mcp     *mcp.Server
 	handler http.Handler
 
+	openMu  sync.Mutex
+	opening int // initialize requests being served; guarded by openMu
 	mu      sync.Mutex
 	exposed map[string]string // tool name → fingerprint of what was added
 	// stale is set when devices changed while no MCP session was open: the
@@ -98,7 +107,13 @@ func New(reg *registry.Registry, opts Options) *Server {
 		opts.Debounce = 100 * time.Millisecond
 	}
 	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = 30 * time.Minute
+		opts.SessionTimeout = 10 * time.Minute
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 64
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 15 * time.Second
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
@@ -136,7 +151,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.stale.CompareAndSwap(true, false) {
 		s.sync()
 	}
-	s.handler.ServeHTTP(w, r)
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		// A new session (initialize). Sessions being opened count too, so
+		// that concurrent requests cannot overtake the cap.
+		s.openMu.Lock()
+		n := s.sessionCount() + s.opening
+		if n >= s.opts.MaxSessions {
+			s.openMu.Unlock()
+			w.Header().Set("Retry-After", "60")
+			api.WriteError(w, hub.Errorf(hub.ETOOMANY, "%d MCP sessions are already open, the most the hub allows (setting mcp-max-sessions); "+
+				"close one (DELETE /mcp with its Mcp-Session-Id) or wait for idle ones to expire (mcp-session-timeout, %v)", n, s.opts.SessionTimeout))
+			return
+		}
+		s.opening++
+		s.openMu.Unlock()
+		defer func() {
+			s.openMu.Lock()
+			s.opening--
+			s.openMu.Unlock()
+		}()
+	}
+	withWriteDeadlines(s.handler, s.opts.WriteTimeout, w, r)
+}
+
+func (s *Server) sessionCount() int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
 }
 
 // hasSessions reports whether any MCP client is connected.

@@ -60,6 +60,13 @@ type Config struct {
 	// MCPDirectLimit is the number of online devices up to which /mcp
 	// offers every device tool directly; above it, the four search-and-call tools.
 	MCPDirectLimit int `yaml:"mcp-direct-limit" help:"online devices up to which /mcp lists device tools directly (above: search_devices, get_device, call_device_tool, send_iot_commands)"`
+
+	// Limits on what HTTP clients may hold open (see limits.go).
+	HTTPIdleTimeout   time.Duration `yaml:"http-idle-timeout" help:"close a keep-alive HTTP connection idle this long (device WebSockets and event streams are not affected)"`
+	MCPMaxSessions    int           `yaml:"mcp-max-sessions" help:"most /mcp sessions open at once; more are refused with 429"`
+	MCPSessionTimeout time.Duration `yaml:"mcp-session-timeout" help:"close an /mcp session that made no request for this long"`
+	SSEMaxStreams     int           `yaml:"sse-max-streams" help:"most GET /api/events streams open at once; more are refused with 429"`
+	SSEWriteTimeout   time.Duration `yaml:"sse-write-timeout" help:"drop a client of an event stream or /mcp stream that has not taken a write for this long"`
 }
 
 // DefaultConfig returns the settings used when nothing else is given.
@@ -76,6 +83,11 @@ func DefaultConfig() Config {
 		CallTimeout:       30 * time.Second,
 		MaxCallTimeout:    300 * time.Second,
 		MaxCalls:          10000,
+		HTTPIdleTimeout:   60 * time.Second,
+		MCPMaxSessions:    64,
+		MCPSessionTimeout: 10 * time.Minute,
+		SSEMaxStreams:     64,
+		SSEWriteTimeout:   15 * time.Second,
 	}
 }
 
@@ -110,6 +122,7 @@ func (c Config) Validate() error {
 	if c.Demo < 0 || c.Demo > 1000 {
 		errs = append(errs, fmt.Errorf("demo: %d devices is outside 0..1000", c.Demo))
 	}
+	errs = append(errs, c.validateLimits()...)
 	switch c.LogFormat {
 	case "text", "json":
 	default:

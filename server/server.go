@@ -116,9 +116,18 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
 		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
 	})
-	h.mcp = mcpserver.New(reg, mcpserver.Options{DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: log.With("component", "mcp")})
+	h.mcp = mcpserver.New(reg, mcpserver.Options{
+		DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: log.With("component", "mcp"),
+		MaxSessions: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout, WriteTimeout: cfg.SSEWriteTimeout,
+	})
 	h.closeMCP = sync.OnceFunc(h.mcp.Close)
-	h.http = &http.Server{Handler: h.routes(st, trust), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// No ReadTimeout or WriteTimeout: device WebSockets, event streams and
+	// /mcp streams live long. IdleTimeout closes keep-alive connections
+	// between requests; streams bound each write themselves.
+	h.http = &http.Server{
+		Handler: deviceCORS(h.routes(st, trust)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		h.closeCore()
@@ -142,7 +151,10 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 		defer cancel()
 		return st.Ping(ctx)
 	}
-	api.New(api.Options{Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready}).Register(mux)
+	api.New(api.Options{
+		Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready,
+		MaxStreams: h.cfg.SSEMaxStreams, StreamWriteTimeout: h.cfg.SSEWriteTimeout,
+	}).Register(mux)
 	trust.RegisterAPI(mux, auth)
 	mux.Handle("POST /api/agent/chat", auth(agent.Handler(h.agent)))
 	mux.Handle("GET /api/agent/runs", auth(agent.RunsHandler(h.agent)))

@@ -117,6 +117,12 @@ func New(opts Options) *Server {
 // ServeHTTP upgrades a device's request and hands the connection to a
 // session goroutine owned by the Server.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := checkOrigin(r, s.opts.OriginPatterns); err != nil {
+		s.m.Handshake("forbidden_origin")
+		s.log.Info("device connection refused", "remote", r.RemoteAddr, "reason", hub.ErrorMessage(err))
+		httpError(w, http.StatusForbidden, err)
+		return
+	}
 	id, err := ParseIdentity(r)
 	if err != nil {
 		s.m.Handshake("bad_request")
