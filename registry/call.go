@@ -138,7 +138,10 @@ func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTC
 	return link.conn.SendIoT(ctx, cmds)
 }
 
+// finish numbers the record, stores it and announces it; the event and
+// GET /api/calls carry the same id.
 func (r *Registry) finish(rec hub.CallRecord) {
+	rec.ID = r.callID.Add(1)
 	r.rec.call(rec)
 	r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec})
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -48,6 +49,8 @@ type Registry struct {
 	rec   *recorder
 	// hashes memoizes HashTools for SetTools.
 	hashes hashMemo
+	// callID is the id of the last call record given out (see finish).
+	callID atomic.Int64
 
 	onDelete []func(ctx context.Context, id string) error
 
@@ -102,6 +105,11 @@ func (r *Registry) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load devices: %w", err)
 	}
+	last, err := r.store.LastCallID(ctx)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	r.callID.Store(last)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range snaps {
