@@ -82,8 +82,9 @@ type Store struct {
 
 // Open opens (creating if needed) the database file at path, applies any
 // pending migrations and starts the writer goroutine. The directory must
-// exist. path may be ":memory:" for a private in-memory database (tests,
-// demos); it is lost on Close.
+// exist. The database and its -wal and -shm files are readable by their
+// owner only (mode 0600). path may be ":memory:" for a private in-memory
+// database (tests, demos); it is lost on Close.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, hub.Errorf(hub.EINVALID, "open store: database path is empty")
@@ -116,6 +117,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context) error {
+	if s.path != ":memory:" {
+		if err := restrictFiles(s.path); err != nil {
+			return err
+		}
+	}
 	wdsn, rdsn := dsn(s.path)
 	var err error
 	if s.wdb, err = sql.Open("sqlite", wdsn); err != nil {
