@@ -26,6 +26,7 @@ func (s *Store) Stats() Stats {
 // ExecInBatch runs query as one write operation, batched like the others.
 func (s *Store) ExecInBatch(ctx context.Context, query string, args ...any) error {
 	return s.write(ctx, func(w *wtx) error {
+		s.forgetEventCounts()
 		_, err := w.exec(query, args...)
 		return err
 	})

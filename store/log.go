@@ -185,7 +185,8 @@ func (s *Store) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, 
 	return calls, nil
 }
 
-// AddEvent appends e, keeping the newest MaxEvents. e.Data is stored as
+// AddEvent appends e, keeping the newest MaxEvents, and the newest
+// MaxDeviceEvents of each device (see eventcap.go). e.Data is stored as
 // JSON; Events returns it as json.RawMessage, which encodes identically.
 func (s *Store) AddEvent(ctx context.Context, e hub.Event) error {
 	return s.AddEvents(ctx, []hub.Event{e})
@@ -217,8 +218,14 @@ func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
 			}
 		}
 	}
+	devices := make([]string, len(es))
+	for i, e := range es {
+		devices[i] = e.DeviceID
+	}
 	err := s.write(ctx, func(w *wtx) error {
-		var id int64
+		if _, err := s.eventCounts(w); err != nil { // before the new rows
+			return err
+		}
 		args := make([]any, 0, 4*min(len(es), rowsPerInsert))
 		for i := 0; i < len(es); {
 			n := rowsIn(len(es) - i)
@@ -226,16 +233,12 @@ func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
 			for j := i; j < i+n; j++ {
 				args = append(args, es[j].Type, es[j].DeviceID, rows[j].at, rows[j].data)
 			}
-			res, err := w.exec(insertEventsSQL[n], args...)
-			if err != nil {
-				return err
-			}
-			if id, err = res.LastInsertId(); err != nil {
+			if _, err := w.exec(insertEventsSQL[n], args...); err != nil {
 				return err
 			}
 			i += n
 		}
-		return prune(w, `DELETE FROM events WHERE id <= ?`, id, s.opts.MaxEvents)
+		return s.pruneEvents(w, devices)
 	})
 	if err != nil {
 		if len(es) == 1 {

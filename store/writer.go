@@ -205,5 +205,6 @@ func (s *Store) runTx(ops []*op) error {
 // rollback ends the open transaction, if any. Its error is of no interest:
 // SQLite may already have rolled back (after an I/O error, for instance).
 func (s *Store) rollback() {
+	s.forgetEventCounts() // they may count rows that are now gone
 	_, _ = s.conn.ExecContext(context.Background(), "ROLLBACK")
 }
