@@ -99,9 +99,11 @@ func (rc *recorder) run() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := rc.store.AddCalls(ctx, calls); err != nil {
+			rc.m.Dropped(len(calls))
 			rc.log.Warn("could not persist call records", "count", len(calls), "err", err)
 		}
 		if err := rc.store.AddEvents(ctx, events); err != nil {
+			rc.m.Dropped(len(events))
 			rc.log.Warn("could not persist events", "count", len(events), "err", err)
 		}
 		cancel()
@@ -113,13 +115,13 @@ func (rc *recorder) enqueue(r record) {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
 	if rc.closed { // a record produced during shutdown
-		rc.m.Dropped()
+		rc.m.Dropped(1)
 		return
 	}
 	select {
 	case rc.queue <- r:
 	default:
-		rc.m.Dropped()
+		rc.m.Dropped(1)
 	}
 }
 

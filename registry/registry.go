@@ -60,8 +60,8 @@ type Registry struct {
 	online   int
 }
 
-// entry is one device. Fields are guarded by Registry.mu, except saveMu,
-// which serialises writes of the device row so that an older snapshot never
+// entry is one device. Fields are guarded by Registry.mu, except budget
+// (its own lock) and saveMu, which serialises writes of the device row so that an older snapshot never
 // overwrites a newer one.
 type entry struct {
 	dev    hub.Device // persisted fields plus LastSeen etc.
@@ -70,6 +70,7 @@ type entry struct {
 	things map[string]*hub.Thing
 	link   *Link // the live connection, nil when offline
 	saveMu sync.Mutex
+	budget eventBudget // the device's events (Link.Event)
 }
 
 // New returns a Registry over store. Call Load before serving.
