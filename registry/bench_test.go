@@ -19,7 +19,7 @@ func (instantConn) CallTool(ctx context.Context, name string, args json.RawMessa
 	return hub.CallResult{Content: json.RawMessage(`[{"type":"text","text":"ok"}]`)}, nil
 }
 func (instantConn) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error { return nil }
-func (instantConn) Close(reason string)                                       {}
+func (instantConn) Close(reason string)                                      {}
 
 // BenchmarkCallTool measures the registry's call path, including the call
 // record, against a device that answers at once, over SQLite in a temp dir:

@@ -154,7 +154,7 @@ func (rc *recorder) call(ctx context.Context, c hub.CallRecord) {
 	}
 }
 
-func (rc *recorder) event(e hub.Event)     { rc.enqueue(record{event: &e}) }
+func (rc *recorder) event(e hub.Event) { rc.enqueue(record{event: &e}) }
 
 // close flushes the queue and waits for the writer.
 func (rc *recorder) close() {
