@@ -152,7 +152,7 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 	ready := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return st.Ping(ctx)
+		return st.Health(ctx)
 	}
 	api.New(api.Options{Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready}).Register(mux)
 	trust.RegisterAPI(mux, auth)

@@ -87,6 +87,7 @@ type Store struct {
 	ckptDone chan struct{} // closed when the checkpointer has returned
 
 	batches, retries, largest atomic.Int64
+	lastFailure               atomic.Pointer[writeFailure] // see Health
 }
 
 // Open opens (creating if needed) the database file at path, applies any

@@ -138,6 +138,9 @@ func (s *Store) runBatch(batch []*op) {
 		s.largest.Store(n)
 	}
 	err := s.runTx(live)
+	if err != nil {
+		s.writeFailed(err)
+	}
 	var be *beginError
 	switch {
 	case err == nil:
@@ -161,6 +164,7 @@ func (s *Store) runBatch(batch []*op) {
 			continue
 		}
 		if err := s.runTx([]*op{o}); err != nil {
+			s.writeFailed(err)
 			o.done <- err
 			continue
 		}
