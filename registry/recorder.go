@@ -17,11 +17,12 @@ import (
 //
 // A call waits for its record to be written before it is answered (see
 // README, "What a 200 promises"): concurrent calls share a transaction, so
-// this costs a call about 0.1 ms, not a commit each. Events are not waited
-// for; while busy (the last write ended less than recorderBusy ago) and no
-// call waits, the writer also waits up to recorderLinger for a batch to
-// fill: a transaction costs as much as a few dozen records (every page it
-// touches is written to the WAL). When the store falls behind and the queue
+// this costs a call 0.1–0.3 ms, not a commit each. While busy (the last
+// write ended less than recorderBusy ago) the writer waits for a batch to
+// fill: up to recorderLinger when only events are queued, recorderLingerCalls
+// when calls wait and the last batch had several (never for a lone caller).
+// A transaction costs as much as a few dozen records (every page it touches
+// is written to the WAL). When the store falls behind and the queue
 // is full, or a write fails, records are dropped and counted
 // (xiaozhi_hub_records_dropped_total) rather than holding calls up.
 type recorder struct {
@@ -49,6 +50,8 @@ const (
 	recorderFull   = 256
 	recorderBusy   = 10 * time.Millisecond
 	recorderLinger = 2 * time.Millisecond
+	// recorderLingerCalls is the wait when a call waits for the batch.
+	recorderLingerCalls = 200 * time.Microsecond
 )
 
 func newRecorder(store Store, log *slog.Logger, m *metrics.Metrics) *recorder {
@@ -62,6 +65,7 @@ func (rc *recorder) run() {
 	var calls []hub.CallRecord
 	var events []hub.Event
 	var waiters []chan struct{}
+	var lastWaiters int // in the previous batch
 	var lastWrite time.Time
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -90,8 +94,17 @@ func (rc *recorder) run() {
 				break drain
 			}
 		}
-		if n := len(calls) + len(events); n < recorderFull && time.Since(lastWrite) < recorderBusy && len(waiters) == 0 {
-			linger.Reset(recorderLinger)
+		wait := recorderLinger
+		if len(waiters) > 0 {
+			// A caller waits: linger only if others are calling too (the
+			// last batch had several), never for a lone caller.
+			wait = 0
+			if lastWaiters > 1 {
+				wait = recorderLingerCalls
+			}
+		}
+		if n := len(calls) + len(events); n < recorderFull && time.Since(lastWrite) < recorderBusy && wait > 0 {
+			linger.Reset(wait)
 		fill:
 			for len(calls)+len(events) < recorderBatch {
 				select {
@@ -114,6 +127,7 @@ func (rc *recorder) run() {
 		for _, w := range waiters {
 			close(w)
 		}
+		lastWaiters = len(waiters)
 		clear(waiters)
 		if err := rc.store.AddEvents(ctx, events); err != nil {
 			rc.m.Dropped(len(events))
