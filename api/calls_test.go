@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -195,4 +196,54 @@ func TestDeviceEvents(t *testing.T) {
 		t.Errorf("limit=1 gave %+v", events.Events)
 	}
 	h.do("GET", "/api/devices/dev-1/events?limit=x", "").wantError(t, http.StatusBadRequest, "bad_request", "limit")
+}
+
+// TestCallFinishedEventCarriesRecordID: a client watching the event stream
+// can find each finished call in GET /api/calls by the event's id.
+func TestCallFinishedEventCarriesRecordID(t *testing.T) {
+	h := newHub(t, hubOptions{})
+	h.connect("dev-1", volumeTool)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, stream := h.openStream(ctx, "?device=dev-1")
+	defer resp.Body.Close()
+
+	var fromEvents []int64
+	for range 3 {
+		if r := h.do("POST", callVolume, `{"arguments":{"volume":7}}`); r.status != http.StatusOK {
+			t.Fatalf("POST: %d %s", r.status, r.body)
+		}
+		for {
+			ev, err := stream.next()
+			if err != nil {
+				t.Fatalf("reading the stream: %v", err)
+			}
+			if ev.event != hub.EventCallFinished {
+				continue
+			}
+			var got struct{ Data hub.CallRecord }
+			if err := json.Unmarshal([]byte(ev.data), &got); err != nil {
+				t.Fatalf("event data: %v: %s", err, ev.data)
+			}
+			fromEvents = append(fromEvents, got.Data.ID)
+			break
+		}
+	}
+	var calls struct {
+		Calls []hub.CallRecord `json:"calls"`
+	}
+	for i := 0; len(calls.Calls) < 3; i++ {
+		if i == 1000 {
+			t.Fatalf("calls were never recorded: %+v", calls.Calls)
+		}
+		time.Sleep(5 * time.Millisecond)
+		h.do("GET", "/api/calls", "").json(t, &calls)
+	}
+	var stored []int64
+	for _, c := range calls.Calls { // newest first
+		stored = append([]int64{c.ID}, stored...)
+	}
+	if fmt.Sprint(fromEvents) != fmt.Sprint(stored) || fromEvents[0] == 0 {
+		t.Errorf("call_finished events carry ids %v, GET /api/calls has %v", fromEvents, stored)
+	}
 }

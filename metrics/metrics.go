@@ -21,6 +21,7 @@ type Metrics struct {
 	Messages         *prometheus.CounterVec   // direction, type (hello, mcp, iot, listen, abort, audio, other)
 	ProtocolErrors   *prometheus.CounterVec   // reason
 	RecordsDropped   prometheus.Counter
+	DeviceEvents     *prometheus.CounterVec // action: dropped (over the device's rate), truncated
 }
 
 // New creates the collectors in a private registry, with Go and process
@@ -59,11 +60,14 @@ func New() *Metrics {
 			Name: "xiaozhi_hub_protocol_errors_total", Help: "Bad input from devices by reason.",
 		}, []string{"reason"}),
 		RecordsDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "xiaozhi_hub_records_dropped_total", Help: "Call records and events not persisted because the store fell behind.",
+			Name: "xiaozhi_hub_records_dropped_total", Help: "Call records and events not persisted because the store fell behind or failed.",
 		}),
+		DeviceEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xiaozhi_hub_device_events_limited_total", Help: "Device messages not recorded as events (over the per-device rate) or recorded truncated.",
+		}, []string{"action"}),
 	}
 	r.MustRegister(m.DevicesConnected, m.Handshakes, m.Calls, m.CallDuration, m.Discovery,
-		m.Bytes, m.Messages, m.ProtocolErrors, m.RecordsDropped)
+		m.Bytes, m.Messages, m.ProtocolErrors, m.RecordsDropped, m.DeviceEvents)
 	return m
 }
 
@@ -111,9 +115,17 @@ func (m *Metrics) ProtocolError(reason string) {
 	}
 }
 
-// Dropped counts records the store could not keep up with.
-func (m *Metrics) Dropped() {
+// Dropped counts n records the store could not keep up with or failed to
+// write.
+func (m *Metrics) Dropped(n int) {
 	if m != nil {
-		m.RecordsDropped.Inc()
+		m.RecordsDropped.Add(float64(n))
+	}
+}
+
+// DeviceEventLimited counts one device event dropped or truncated.
+func (m *Metrics) DeviceEventLimited(action string) {
+	if m != nil {
+		m.DeviceEvents.WithLabelValues(action).Inc()
 	}
 }

@@ -50,7 +50,7 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) (hub.CallResul
 	} else {
 		rec.Result = summarize(res.Content)
 	}
-	r.finish(rec)
+	r.finish(ctx, rec)
 	return res, err
 }
 
@@ -113,7 +113,7 @@ func (r *Registry) SendIoTCommands(ctx context.Context, deviceID string, cmds []
 	if err != nil {
 		rec.Result = hub.ErrorMessage(err)
 	}
-	r.finish(rec)
+	r.finish(ctx, rec)
 	return err
 }
 
@@ -138,8 +138,12 @@ func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTC
 	return link.conn.SendIoT(ctx, cmds)
 }
 
-func (r *Registry) finish(rec hub.CallRecord) {
-	r.rec.call(rec)
+// finish numbers the record, writes it (the caller is answered once it is
+// stored, see recorder) and announces it; the event and GET /api/calls
+// carry the same id, and a client seeing the event finds the record.
+func (r *Registry) finish(ctx context.Context, rec hub.CallRecord) {
+	rec.ID = r.callID.Add(1)
+	r.rec.call(ctx, rec)
 	r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec})
 }
 

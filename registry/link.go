@@ -270,8 +270,20 @@ func (l *Link) ReportStates(ctx context.Context, states []ThingState) error {
 }
 
 // Event records something the device said that the hub does not act on
-// (listen, abort, unknown types, notifications) or a protocol error.
-func (l *Link) Event(typ string, data any) { l.r.publish(typ, l.id, data) }
+// (listen, abort, unknown types, notifications) or a protocol error, within
+// the device's bounds of rate and size (devevents.go).
+func (l *Link) Event(typ string, data any) {
+	m := l.r.opts.Metrics
+	if !l.e.budget.take(l.r.opts.Now()) {
+		m.DeviceEventLimited("dropped")
+		return
+	}
+	data, truncated := boundEventData(data)
+	if truncated {
+		m.DeviceEventLimited("truncated")
+	}
+	l.r.publish(typ, l.id, data)
+}
 
 // Disconnect marks the device offline, unless a newer connection has taken
 // over already.

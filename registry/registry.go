@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -48,6 +49,8 @@ type Registry struct {
 	rec   *recorder
 	// hashes memoizes HashTools for SetTools.
 	hashes hashMemo
+	// callID is the id of the last call record given out (see finish).
+	callID atomic.Int64
 
 	onDelete []func(ctx context.Context, id string) error
 
@@ -57,8 +60,8 @@ type Registry struct {
 	online   int
 }
 
-// entry is one device. Fields are guarded by Registry.mu, except saveMu,
-// which serialises writes of the device row so that an older snapshot never
+// entry is one device. Fields are guarded by Registry.mu, except budget
+// (its own lock) and saveMu, which serialises writes of the device row so that an older snapshot never
 // overwrites a newer one.
 type entry struct {
 	dev    hub.Device // persisted fields plus LastSeen etc.
@@ -67,8 +70,9 @@ type entry struct {
 	things map[string]*hub.Thing
 	link   *Link // the live connection, nil when offline
 	saveMu sync.Mutex
-	failed string    // why discovery failed on the current connection
-	early  iot.Early // IoT states that came before their thing's descriptor
+	failed string      // why discovery failed on the current connection
+	early  iot.Early   // IoT states that came before their thing's descriptor
+	budget eventBudget // the device's events (Link.Event)
 }
 
 // New returns a Registry over store. Call Load before serving.
@@ -104,6 +108,11 @@ func (r *Registry) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load devices: %w", err)
 	}
+	last, err := r.store.LastCallID(ctx)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	r.callID.Store(last)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range snaps {

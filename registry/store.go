@@ -33,6 +33,11 @@ type Store interface {
 	// AddCalls appends call records in order, in one transaction, keeping
 	// at most the newest N records (N set when the store is opened).
 	AddCalls(ctx context.Context, cs []hub.CallRecord) error
+	// LastCallID returns the largest call id ever stored (0 for none). The
+	// registry numbers call records on from it, so that a record has its id
+	// as soon as the call ends (in its call_finished event) and AddCalls
+	// stores it under that id.
+	LastCallID(ctx context.Context) (int64, error)
 	// Calls returns records newest first.
 	Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error)
 

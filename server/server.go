@@ -47,6 +47,7 @@ type Hub struct {
 	closeMCP func() // once: both Close and closeCore need it
 	http     *http.Server
 	ln       net.Listener
+	lock     *dirLock
 	// Token is the admin API token in force.
 	Token string
 
@@ -62,12 +63,18 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	token, err := adminToken(cfg, log)
 	if err != nil {
+		lock.release()
 		return nil, err
 	}
 	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "hub.db"), store.Options{MaxCalls: cfg.MaxCalls})
 	if err != nil {
+		lock.release()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	m := metrics.New()
@@ -77,6 +84,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	})
 	if err := reg.Load(ctx); err != nil {
 		st.Close()
+		lock.release()
 		return nil, err
 	}
 	if cfg.DeviceAuth != ota.PolicyOpen && len(cfg.DeviceTokens) == 0 {
@@ -93,6 +101,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	if err != nil {
 		reg.Close()
 		st.Close()
+		lock.release()
 		return nil, err
 	}
 	// A deleted device loses its approval and tokens: deleting means
@@ -103,7 +112,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		}
 		return nil
 	})
-	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token}
+	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock}
 	var vision *mcpclient.Vision
 	if cfg.VisionURL != "" {
 		vision = &mcpclient.Vision{URL: cfg.VisionURL, Token: cfg.VisionToken}
@@ -134,6 +143,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	h.ln = ln
+	if err := lock.describe(ln.Addr().String()); err != nil {
+		log.Warn("could not write the listen address into the lock file", "err", err)
+	}
 	return h, nil
 }
 
@@ -149,7 +161,7 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 	ready := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return st.Ping(ctx)
+		return st.Health(ctx)
 	}
 	api.New(api.Options{
 		Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready,
@@ -232,6 +244,7 @@ func (h *Hub) closeCore() {
 	if err := h.store.Close(); err != nil {
 		h.log.Error("closing store", "err", err)
 	}
+	h.lock.release() // after the store: the next hub may open it at once
 }
 
 // DeviceSecretFile is the file, in the data directory, of the secret that

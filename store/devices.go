@@ -85,6 +85,7 @@ func (s *Store) DeleteDevice(ctx context.Context, id string) error {
 				return err
 			}
 		}
+		s.forgetEventCounts()
 		return collectToolSet(w, hash)
 	})
 	var he *hub.Error

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // WithBeforeBatch returns o with a hook the writer goroutine runs after it
 // has taken the first operation of a batch, before draining the queue.
@@ -26,7 +29,21 @@ func (s *Store) Stats() Stats {
 // ExecInBatch runs query as one write operation, batched like the others.
 func (s *Store) ExecInBatch(ctx context.Context, query string, args ...any) error {
 	return s.write(ctx, func(w *wtx) error {
+		s.forgetEventCounts()
 		_, err := w.exec(query, args...)
+		return err
+	})
+}
+
+// LimitPages caps the database's size at its current number of pages, as a
+// full disk would (tests only).
+func (s *Store) LimitPages(ctx context.Context) error {
+	return s.write(ctx, func(w *wtx) error {
+		var n int64
+		if err := w.scan(`PRAGMA page_count`, nil, &n); err != nil {
+			return err
+		}
+		_, err := w.exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
 		return err
 	})
 }

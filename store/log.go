@@ -10,7 +10,8 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-// AddCall appends c (its ID is ignored) and returns the new record's id. Ids
+// AddCall appends c and returns the record's id: c.ID if it is set (the
+// registry numbers its records, see LastCallID), else a new one. Ids
 // increase and are never reused. Each insert also deletes the records that
 // fall out of the newest MaxCalls (one row in the steady state, found by
 // primary key), so the bound is exact.
@@ -51,7 +52,7 @@ func (s *Store) AddCalls(ctx context.Context, cs []hub.CallRecord) error {
 // statement per row costs about twice as much), and returns the last id.
 func insertCalls(w *wtx, cs []hub.CallRecord) (int64, error) {
 	var last int64
-	args := make([]any, 0, 9*min(len(cs), rowsPerInsert))
+	args := make([]any, 0, 10*min(len(cs), rowsPerInsert))
 	for len(cs) > 0 {
 		n := rowsIn(len(cs))
 		args = args[:0]
@@ -60,14 +61,19 @@ func insertCalls(w *wtx, cs []hub.CallRecord) (int64, error) {
 			if err != nil {
 				return 0, fmt.Errorf("call to %s: %w", c.DeviceID, err)
 			}
-			args = append(args, c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
+			args = append(args, idArg(c.ID), c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
 		}
 		res, err := w.exec(insertCallsSQL[n], args...)
 		if err != nil {
 			return 0, fmt.Errorf("call to %s: %w", cs[0].DeviceID, err)
 		}
-		if last, err = res.LastInsertId(); err != nil {
+		id, err := res.LastInsertId()
+		if err != nil {
 			return 0, err
+		}
+		last = max(last, id)
+		for _, c := range cs[:n] { // ids given by the registry may come out of order
+			last = max(last, c.ID)
 		}
 		cs = cs[n:]
 	}
@@ -100,8 +106,8 @@ func multiInsert(head string, cols int) map[int]string {
 }
 
 var (
-	insertCallsSQL = multiInsert(`INSERT INTO calls (device_id, kind, tool, caller, arguments, result,
-		outcome, started, duration_ms)`, 9)
+	insertCallsSQL = multiInsert(`INSERT INTO calls (id, device_id, kind, tool, caller, arguments, result,
+		outcome, started, duration_ms)`, 10)
 	insertEventsSQL = multiInsert(`INSERT INTO events (type, device_id, time, data)`, 4)
 )
 
@@ -110,13 +116,31 @@ func insertCall(w *wtx, c hub.CallRecord) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, err := w.exec(`INSERT INTO calls (device_id, kind, tool, caller, arguments, result,
-		outcome, started, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
+	res, err := w.exec(insertCallsSQL[1], idArg(c.ID), c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
 	if err != nil {
 		return 0, err
 	}
 	return res.LastInsertId()
+}
+
+// idArg stores an unset id as NULL, which SQLite replaces with a new one.
+func idArg(id int64) any {
+	if id <= 0 {
+		return nil
+	}
+	return id
+}
+
+// LastCallID returns the largest call id ever given out (0 for none), also
+// counting records since pruned or deleted, so that numbering on from it
+// never reuses an id.
+func (s *Store) LastCallID(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.read.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'calls'`).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("last call id: %w", err)
+	}
+	return id, nil
 }
 
 // prune deletes the rows older than the newest keep, given the newest id.
@@ -161,7 +185,8 @@ func (s *Store) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, 
 	return calls, nil
 }
 
-// AddEvent appends e, keeping the newest MaxEvents. e.Data is stored as
+// AddEvent appends e, keeping the newest MaxEvents, and the newest
+// MaxDeviceEvents of each device (see eventcap.go). e.Data is stored as
 // JSON; Events returns it as json.RawMessage, which encodes identically.
 func (s *Store) AddEvent(ctx context.Context, e hub.Event) error {
 	return s.AddEvents(ctx, []hub.Event{e})
@@ -193,8 +218,14 @@ func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
 			}
 		}
 	}
+	devices := make([]string, len(es))
+	for i, e := range es {
+		devices[i] = e.DeviceID
+	}
 	err := s.write(ctx, func(w *wtx) error {
-		var id int64
+		if _, err := s.eventCounts(w); err != nil { // before the new rows
+			return err
+		}
 		args := make([]any, 0, 4*min(len(es), rowsPerInsert))
 		for i := 0; i < len(es); {
 			n := rowsIn(len(es) - i)
@@ -202,16 +233,12 @@ func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
 			for j := i; j < i+n; j++ {
 				args = append(args, es[j].Type, es[j].DeviceID, rows[j].at, rows[j].data)
 			}
-			res, err := w.exec(insertEventsSQL[n], args...)
-			if err != nil {
-				return err
-			}
-			if id, err = res.LastInsertId(); err != nil {
+			if _, err := w.exec(insertEventsSQL[n], args...); err != nil {
 				return err
 			}
 			i += n
 		}
-		return prune(w, `DELETE FROM events WHERE id <= ?`, id, s.opts.MaxEvents)
+		return s.pruneEvents(w, devices)
 	})
 	if err != nil {
 		if len(es) == 1 {

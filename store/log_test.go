@@ -20,7 +20,7 @@ func TestCallsRoundTripAndPruning(t *testing.T) {
 	var ids []int64
 	for i := range 25 {
 		c := hub.CallRecord{
-			ID: 999, DeviceID: fmt.Sprintf("d%d", i%2), Kind: "mcp", Tool: "self.reboot",
+			DeviceID: fmt.Sprintf("d%d", i%2), Kind: "mcp", Tool: "self.reboot",
 			Caller: "api", Arguments: `{"a":1}`, Result: `{"content":[]}`, Outcome: hub.OutcomeOK,
 			Started: start.Add(time.Duration(i) * time.Second), DurationMs: 12.5,
 		}
@@ -177,4 +177,49 @@ func TestBatchesKeepTheirOrder(t *testing.T) {
 	if len(gotC) != 4 || gotC[0].Tool != "t5" || gotC[3].Tool != "t2" {
 		t.Fatalf("calls newest first, bounded to 4: %+v", gotC)
 	}
+}
+
+// TestCallIDsGivenByTheRegistry: records keep the ids they were given, and
+// LastCallID counts pruned and deleted records too, also after reopening,
+// so that numbering on from it never reuses an id.
+func TestCallIDsGivenByTheRegistry(t *testing.T) {
+	ctx := context.Background()
+	path := tempDB(t)
+	s := openStore(t, path, store.Options{MaxCalls: 3})
+	if id, err := s.LastCallID(ctx); err != nil || id != 0 {
+		t.Fatalf("LastCallID of an empty store: %d, %v", id, err)
+	}
+	var cs []hub.CallRecord
+	for i := range 5 {
+		cs = append(cs, hub.CallRecord{ID: int64(10 + i), DeviceID: "d1", Kind: "mcp", Tool: "t", Outcome: hub.OutcomeOK})
+	}
+	cs[3].ID, cs[4].ID = cs[4].ID, cs[3].ID // finished out of order
+	if err := s.AddCalls(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Calls(ctx, hub.CallFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := fmt.Sprint(callIDs(got)); ids != "[14 13 12]" {
+		t.Errorf("stored ids %s, want [14 13 12]", ids)
+	}
+	if err := s.DeleteDevice(ctx, "d1"); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, path, store.Options{})
+	if id, err := s.LastCallID(ctx); err != nil || id != 14 {
+		t.Errorf("LastCallID after pruning, deleting and reopening: %d, %v; want 14", id, err)
+	}
+}
+
+func callIDs(cs []hub.CallRecord) []int64 {
+	var ids []int64
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	return ids
 }

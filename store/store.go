@@ -38,6 +38,10 @@ type Options struct {
 	MaxCalls int
 	// MaxEvents is how many events are kept (newest first); default 20000.
 	MaxEvents int
+	// MaxDeviceEvents is how many events of one device are kept (newest
+	// first); default 1000. A device that says a lot pushes out its own
+	// history, not that of the others.
+	MaxDeviceEvents int
 
 	// beforeBatch, if set, runs in the writer goroutine after it has taken the
 	// first operation of a batch and before it drains the rest (tests only).
@@ -51,6 +55,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxEvents <= 0 {
 		o.MaxEvents = 20000
 	}
+	if o.MaxDeviceEvents <= 0 {
+		o.MaxDeviceEvents = 1000
+	}
 	return o
 }
 
@@ -63,6 +70,8 @@ type Store struct {
 	ckpt  *sql.Conn // the checkpointer's connection; nil for ":memory:"
 	read  *sql.DB   // pool of query_only connections
 	stmts map[string]*sql.Stmt
+	// evCounts are the rows of the events table (eventcap.go); writer only.
+	evCounts *eventCounts
 
 	mu     sync.RWMutex // held for reading while sending on ops
 	closed bool
@@ -78,12 +87,14 @@ type Store struct {
 	ckptDone chan struct{} // closed when the checkpointer has returned
 
 	batches, retries, largest atomic.Int64
+	lastFailure               atomic.Pointer[writeFailure] // see Health
 }
 
 // Open opens (creating if needed) the database file at path, applies any
 // pending migrations and starts the writer goroutine. The directory must
-// exist. path may be ":memory:" for a private in-memory database (tests,
-// demos); it is lost on Close.
+// exist. The database and its -wal and -shm files are readable by their
+// owner only (mode 0600). path may be ":memory:" for a private in-memory
+// database (tests, demos); it is lost on Close.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, hub.Errorf(hub.EINVALID, "open store: database path is empty")
@@ -116,6 +127,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context) error {
+	if s.path != ":memory:" {
+		if err := restrictFiles(s.path); err != nil {
+			return err
+		}
+	}
 	wdsn, rdsn := dsn(s.path)
 	var err error
 	if s.wdb, err = sql.Open("sqlite", wdsn); err != nil {

@@ -138,6 +138,9 @@ func (s *Store) runBatch(batch []*op) {
 		s.largest.Store(n)
 	}
 	err := s.runTx(live)
+	if err != nil {
+		s.writeFailed(err)
+	}
 	var be *beginError
 	switch {
 	case err == nil:
@@ -161,6 +164,7 @@ func (s *Store) runBatch(batch []*op) {
 			continue
 		}
 		if err := s.runTx([]*op{o}); err != nil {
+			s.writeFailed(err)
 			o.done <- err
 			continue
 		}
@@ -205,5 +209,6 @@ func (s *Store) runTx(ops []*op) error {
 // rollback ends the open transaction, if any. Its error is of no interest:
 // SQLite may already have rolled back (after an I/O error, for instance).
 func (s *Store) rollback() {
+	s.forgetEventCounts() // they may count rows that are now gone
 	_, _ = s.conn.ExecContext(context.Background(), "ROLLBACK")
 }
