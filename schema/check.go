@@ -205,8 +205,8 @@ func (c *checker) walk(v any) error {
 func (c *checker) resolve(n *node) (*node, error) {
 	var ref string
 	for i, k := range n.keys {
-		if k == "$ref" {
-			ref = n.vals[i].(string)
+		if s, ok := n.vals[i].(string); ok && k == "$ref" {
+			ref = s // the last one, like encoding/json
 		}
 	}
 	frag, err := url.PathUnescape(ref[1:])
