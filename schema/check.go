@@ -127,6 +127,9 @@ func (c *checker) value(dec *json.Decoder, depth int) (any, error) {
 	}
 	d, ok := tok.(json.Delim)
 	if !ok {
+		if n, isNum := tok.(json.Number); isNum && !saneNumber(string(n)) {
+			return nil, unchecked("inputSchema has the number %s, beyond what the hub checks", shorten(string(n)))
+		}
 		return tok, nil
 	}
 	if depth >= MaxSchemaDepth {
@@ -298,4 +301,19 @@ func shorten(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// saneNumber reports whether a JSON number is short and its exponent small.
+// The schema library computes with exact rationals, and 1e-99999999 is a
+// 100-million-digit one (it also crashes the library in places).
+func saneNumber(n string) bool {
+	if len(n) > 64 {
+		return false
+	}
+	i := strings.IndexAny(n, "eE")
+	if i < 0 {
+		return true
+	}
+	exp, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
+	return err == nil && exp >= -400 && exp <= 400
 }

@@ -114,14 +114,21 @@ func (v *Validator) Validate(ctx context.Context, schema, args json.RawMessage) 
 	if e.err != nil {
 		return nil
 	}
-	if n := count(inst); n*e.nodes > MaxValidationWork {
+	n, bad := count(inst)
+	if bad != "" {
+		return hub.Errorf(hub.EINVALID, "arguments have the number %s, too long or too large for the hub to check", shorten(bad))
+	}
+	if n*e.nodes > MaxValidationWork {
 		return hub.Errorf(hub.EINVALID, "arguments have %d JSON values, more than the %d the hub checks against this tool's inputSchema",
 			n, MaxValidationWork/e.nodes)
 	}
 	if err := ctx.Err(); err != nil {
 		return hub.Errorf(hub.ETIMEOUT, "the call's time ran out before its arguments were checked: %v", err)
 	}
-	if err := e.s.Validate(inst); err != nil {
+	if err := safeValidate(e.s, inst); err != nil {
+		if errors.Is(err, errPanic) {
+			return nil // the library's fault, not the caller's: the device checks
+		}
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return hub.Errorf(hub.EINVALID, "arguments do not match the tool's inputSchema: %s", describe(ve))
@@ -236,7 +243,25 @@ func (refuseLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("the hub loads no schema from outside the tool's inputSchema (%s)", shorten(url))
 }
 
-func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
+var errPanic = errors.New("the schema library failed")
+
+// safeValidate is s.Validate, with a panic in the library (it has some on
+// odd numbers) turned into an error instead of a crash of the hub.
+func safeValidate(s *jsonschema.Schema, inst any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", errPanic, p)
+		}
+	}()
+	return s.Validate(inst)
+}
+
+func compile(schema json.RawMessage) (s *jsonschema.Schema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("%w: %v", errPanic, p)
+		}
+	}()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, err
@@ -249,20 +274,32 @@ func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
 	return c.Compile("mem://tool.json")
 }
 
-// count returns how many JSON values v holds, itself included.
-func count(v any) int {
-	n := 1
+// count returns how many JSON values v holds, itself included, and the
+// first number in it that is not saneNumber.
+func count(v any) (n int, bad string) {
+	n = 1
+	add := func(x any) {
+		m, b := count(x)
+		n += m
+		if bad == "" {
+			bad = b
+		}
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		for _, x := range v {
-			n += count(x)
+			add(x)
 		}
 	case []any:
 		for _, x := range v {
-			n += count(x)
+			add(x)
+		}
+	case json.Number:
+		if !saneNumber(string(v)) {
+			bad = string(v)
 		}
 	}
-	return n
+	return n, bad
 }
 
 // describe flattens a validation error into "at '/volume': maximum: got 150, want 100; …".

@@ -72,6 +72,7 @@ func TestSchemaBombsAreNotChecked(t *testing.T) {
 		"dynamic ref":            `{"properties":{"a":{"$dynamicRef":"#x"}}}`,
 		"unknown meta-schema":    `{"$schema":"http://example.com/s","type":"object"}`,
 		"too many refs":          manyRefs(schema.MaxSchemaRefs + 1),
+		"huge number":            `{"properties":{"x":{"multipleOf":1e-99999999}}}`,
 	}
 	for name, s := range bombs {
 		err := v.Prepare(json.RawMessage(s))
@@ -169,4 +170,16 @@ func manyRefs(n int) string {
 	}
 	b.WriteString(`"b":{}}}`)
 	return b.String()
+}
+
+// Numbers the library would turn into huge exact rationals (or crash on)
+// are refused in arguments too.
+func TestHugeNumbersInArguments(t *testing.T) {
+	v := newValidator(t)
+	for _, n := range []string{"1e99999999", "1e-99999999", strings.Repeat("9", 100)} {
+		err := v.Validate(context.Background(), json.RawMessage(volume), json.RawMessage(`{"volume":`+n+`}`))
+		if hub.ErrorCode(err) != hub.EINVALID || !strings.Contains(err.Error(), "number") {
+			t.Errorf("%s: want EINVALID about the number, got %v", n, err)
+		}
+	}
 }
