@@ -27,7 +27,7 @@ func FuzzSchema(f *testing.F) {
 		`{"$defs":{"x":{"$anchor":"x","type":"integer"}},"properties":{"a":{"$ref":"#x"}}}`,
 		`{"properties":{"a":{"$ref":"#/properties/b","$ref":1},"b":{}}}`,
 		`{"items":[{"$ref":"#/items/1"},{"type":"integer"}]}`,
-		`true`, `{"type":12}`, `[]`,
+		`true`, `{"type":12}`, `[]`, `{"properties":{"x":{"multipleOf":1e-400}}}`,
 	} {
 		f.Add(s, `{"a":"aaa","x":1,"volume":5}`)
 	}
