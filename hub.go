@@ -67,6 +67,10 @@ type Tool struct {
 	// UserOnly tools carry annotations.audience ["user"] (reboot, firmware
 	// upgrade, …): listed with withUserTools, never offered to AI agents by default.
 	UserOnly bool `json:"userOnly"`
+	// Unchecked, when set, says why the hub does not check arguments
+	// against InputSchema (the schema is too large, too deep, recursive, or
+	// refers outside itself): calls go to the device, which checks them.
+	Unchecked string `json:"unchecked,omitempty"`
 }
 
 // ToolChange is the difference between two tool lists of one device.

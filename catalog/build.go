@@ -17,6 +17,9 @@ func (c *Catalog) build(d hub.Device, fp, key string, tools []hub.Tool, things [
 	var out []Tool
 	for _, t := range c.visible(tools) {
 		schema, ok := objectSchema(t.InputSchema)
+		if t.Unchecked != "" {
+			schema, ok = uncheckedSchema(t.InputSchema), true
+		}
 		if !ok {
 			continue // agents cannot call a tool whose arguments are not an object
 		}

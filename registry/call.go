@@ -72,14 +72,15 @@ func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResul
 		return hub.CallResult{}, hub.Errorf(hub.ENOTFOUND,
 			"device %q has no tool %q (GET /api/devices/%s/tools lists its tools)", req.DeviceID, req.Tool, req.DeviceID)
 	}
-	if err := r.val.Validate(tool.InputSchema, req.Arguments); err != nil {
+	// The call's time includes checking its arguments.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := r.val.Validate(ctx, tool.InputSchema, req.Arguments); err != nil {
 		return hub.CallResult{}, err
 	}
 	if link == nil {
 		return hub.CallResult{}, offline(req.DeviceID)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	args := req.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

@@ -130,6 +130,7 @@ func (l *Link) SetServerInfo(ctx context.Context, board, firmware string) error 
 func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, error) {
 	r := l.r
 	hash := r.hashes.hash(tools)
+	tools = r.prepare(tools)
 	r.mu.Lock()
 	if l.supersededLocked() {
 		r.mu.Unlock()

@@ -113,6 +113,18 @@ func (r *Registry) Load(ctx context.Context) error {
 		return fmt.Errorf("load: %w", err)
 	}
 	r.callID.Store(last)
+	prepared := map[string][]hub.Tool{} // by hash: marks are set once per list
+	for i, s := range snaps {
+		if s.ToolsHash == "" {
+			continue
+		}
+		if p, ok := prepared[s.ToolsHash]; ok {
+			snaps[i].Tools = p
+			continue
+		}
+		snaps[i].Tools = r.prepare(s.Tools)
+		prepared[s.ToolsHash] = snaps[i].Tools
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range snaps {
@@ -146,6 +158,7 @@ func (r *Registry) Close() {
 	}
 	r.rec.close()
 	r.bus.close()
+	r.val.Close()
 }
 
 // EndSubscriptions closes every event subscription (ending SSE streams, so

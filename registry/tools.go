@@ -83,7 +83,36 @@ func (hm *hashMemo) hash(tools []hub.Tool) string {
 	return v
 }
 
+// prepare marks the tools whose inputSchema the hub does not check (see
+// schema.Check: the device wrote it, and some schemas cost minutes of CPU)
+// and queues the others for compiling in the background, off the call
+// path. Each distinct schema is checked once. It copies tools only to
+// change a mark.
+func (r *Registry) prepare(tools []hub.Tool) []hub.Tool {
+	var out []hub.Tool
+	for i, t := range tools {
+		mark := ""
+		if err := r.val.Prepare(t.InputSchema); err != nil {
+			mark = err.Error()
+		}
+		if mark == t.Unchecked {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(tools)
+		}
+		out[i].Unchecked = mark
+	}
+	if out == nil {
+		return tools
+	}
+	return out
+}
+
+// canonical is the tool as the device described it: the hub's mark is
+// left out of hashes and comparisons.
 func canonical(t hub.Tool) hub.Tool {
+	t.Unchecked = ""
 	t.InputSchema = compact(t.InputSchema)
 	t.Annotations = compact(t.Annotations)
 	return t

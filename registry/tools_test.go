@@ -57,3 +57,18 @@ func TestFilteredSubscription(t *testing.T) {
 		t.Fatalf("unfiltered subscriber holds %d events, want a full buffer", len(all))
 	}
 }
+
+// The hub's Unchecked mark is not the device's: a list read back from the
+// store with marks is the same list as the device's without them.
+func TestUncheckedMarkIsNotPartOfTheList(t *testing.T) {
+	plain := []hub.Tool{tool("a", `{"$ref":"file:///etc/passwd"}`)}
+	r := New(nil, Options{})
+	defer r.val.Close()
+	marked := r.prepare(plain)
+	if marked[0].Unchecked == "" || plain[0].Unchecked != "" {
+		t.Fatalf("prepare marks a copy: got %+v from %+v", marked, plain)
+	}
+	if HashTools(marked) != HashTools(plain) || !diffTools(marked, plain).Empty() {
+		t.Fatal("the mark changed the list's hash or diff")
+	}
+}

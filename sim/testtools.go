@@ -71,3 +71,16 @@ func filler(n int) string {
 	const words = "lorem ipsum dolor sit amet "
 	return strings.Repeat(words, n/len(words)+1)[:n]
 }
+
+// HostileSchemaTool returns a tool that lists schema (raw JSON) as its
+// inputSchema and answers every call with "called", as a hostile or buggy
+// device might: a $ref bomb, a schema nested thousands deep, or a $ref to a
+// file on the hub's machine.
+func HostileSchemaTool(name, schema string) *Tool {
+	return &Tool{
+		Name:        name,
+		Description: "A tool with a hostile inputSchema.",
+		RawSchema:   schema,
+		Handler:     func(context.Context, Args) (any, error) { return "called", nil },
+	}
+}

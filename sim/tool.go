@@ -85,6 +85,10 @@ type Tool struct {
 	Props       []Prop
 	UserOnly    bool    // hidden unless withUserTools, annotated audience ["user"]
 	Handler     Handler // nil returns true
+	// RawSchema, when set, is sent as the inputSchema instead of the one
+	// built from Props. The firmware never does this; tests use it to play
+	// a hostile device (see HostileSchemaTool).
+	RawSchema string
 
 	once sync.Once
 	js   string
@@ -97,6 +101,11 @@ func (t *Tool) JSON() string {
 	t.once.Do(func() {
 		var b strings.Builder
 		b.WriteString(`{"name":` + quote(t.Name) + `,"description":` + quote(t.Description))
+		if t.RawSchema != "" {
+			b.WriteString(`,"inputSchema":` + t.RawSchema + `}`)
+			t.js = b.String()
+			return
+		}
 		b.WriteString(`,"inputSchema":{"type":"object","properties":{`)
 		var required []string
 		for i, p := range t.Props {
