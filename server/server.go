@@ -48,6 +48,7 @@ type Hub struct {
 	http     *http.Server
 	ln       net.Listener
 	lock     *dirLock
+	fresh    newConns // connections with no request yet, closed at shutdown
 	// Token is the admin API token in force.
 	Token string
 
@@ -135,8 +136,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	// between requests; streams bound each write themselves.
 	h.http = &http.Server{
 		Handler: deviceCORS(h.routes(st, trust)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn), ConnState: h.fresh.track,
 	}
+	h.http.RegisterOnShutdown(h.fresh.closeAll)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		h.closeCore()
