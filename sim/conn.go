@@ -48,8 +48,11 @@ type link struct {
 // drop closes the TCP connection without a WebSocket Close frame: the
 // firmware just destroys the socket (docs/protocol.md §3.5).
 func (l *link) drop() {
-	l.cancel()
+	// The socket first: a tool handler that sees the cancellation must not
+	// get an error reply out before the connection is gone (a dropped
+	// device says nothing more).
 	_ = l.conn.CloseNow()
+	l.cancel()
 }
 
 // Connect dials the hub, sends the client hello and returns once the server
