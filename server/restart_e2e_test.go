@@ -3,6 +3,8 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -88,28 +90,64 @@ func TestKill9KeepsTheCache(t *testing.T) {
 	cmd, addr := start()
 	base := "http://" + addr
 	d := sim.New(sim.Config{URL: "ws://" + addr + "/xiaozhi/v1/", DeviceID: "aa:00:00:00:0c:03"})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// tools_changed is published once the list is stored: what the hub has
+	// said it knows must survive kill -9 (the fresh list is in memory a
+	// moment before that, and may be lost with the process).
+	stored := awaitStreamEvent(ctx, t, token, base+"/api/events?device="+d.ID(), "tools_changed")
 	if err := d.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	var n int
-	waitFor(t, "tools cached", func() bool {
-		st, body := callURL(t, token, "GET", base+"/api/devices/"+d.ID()+"/tools")
-		tools, _ := body["tools"].([]any)
-		n = len(tools)
-		return st == 200 && body["stale"] == false && n > 0
-	})
+	if err := <-stored; err != nil {
+		t.Fatalf("waiting for tools_changed: %v", err)
+	}
+	st, body := callURL(t, token, "GET", base+"/api/devices/"+d.ID()+"/tools")
+	tools, _ := body["tools"].([]any)
+	n := len(tools)
+	if st != 200 || n == 0 {
+		t.Fatalf("before kill -9: %d, %d tools", st, n)
+	}
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown code runs
 		t.Fatal(err)
 	}
 	cmd.Wait()
 
 	_, addr = start()
-	st, body := callURL(t, token, "GET", "http://"+addr+"/api/devices/"+d.ID()+"/tools")
-	tools, _ := body["tools"].([]any)
+	st, body = callURL(t, token, "GET", "http://"+addr+"/api/devices/"+d.ID()+"/tools")
+	tools, _ = body["tools"].([]any)
 	if st != 200 || len(tools) != n {
 		t.Fatalf("after kill -9: %d, %d tools, want %d", st, len(tools), n)
 	}
+}
+
+// awaitStreamEvent opens the event stream at url and reports (nil) when an
+// event of type typ arrives, or why it did not. The stream is open when it
+// returns.
+func awaitStreamEvent(ctx context.Context, t *testing.T, token, url, typ string) <-chan error {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	if resp.StatusCode != 200 {
+		resp.Body.Close()
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	res := make(chan error, 1)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if sc.Text() == "event: "+typ {
+				res <- nil
+				return
+			}
+		}
+		res <- fmt.Errorf("stream ended: %v", sc.Err())
+	}()
+	return res
 }
