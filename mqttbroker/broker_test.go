@@ -239,6 +239,15 @@ func TestDisconnectsReportedWithReason(t *testing.T) {
 	}
 }
 
+func TestKeepaliveZeroIsCapped(t *testing.T) {
+	b, h := startBroker(t, func(c *Config) { c.MaxKeepalive = 1 })
+	cfg := deviceConfig(t, b, "aa:bb:cc:dd:ee:01")
+	cfg.NoKeepalive = true // asks never to be timed out, then goes silent
+	connect(t, cfg)
+	expectEvent(t, h, "connect aa:bb:cc:dd:ee:01")
+	expectEvent(t, h, "disconnect aa:bb:cc:dd:ee:01: "+string(ReasonKeepalive))
+}
+
 func TestNewConnectionReplacesOld(t *testing.T) {
 	b, h := startBroker(t, nil)
 	id := "aa:bb:cc:dd:ee:01"

@@ -30,6 +30,7 @@ type Config struct {
 	Password     string
 	PublishTopic string
 	Keepalive    uint16 // seconds; 0 means the firmware default, 240
+	NoKeepalive  bool   // send keepalive 0, "never time me out" (the firmware never does)
 }
 
 // Message is one PUBLISH received from the server.
@@ -63,7 +64,10 @@ type Device struct {
 // Connect dials cfg.Endpoint and sends CONNECT (MQTT 3.1.1, clean session),
 // returning when the CONNACK arrives.
 func Connect(ctx context.Context, cfg Config) (*Device, error) {
-	if cfg.Keepalive == 0 {
+	switch {
+	case cfg.NoKeepalive:
+		cfg.Keepalive = 0
+	case cfg.Keepalive == 0:
 		cfg.Keepalive = 240
 	}
 	var dialer net.Dialer
