@@ -30,7 +30,7 @@ type hubSide struct {
 	refusals chan Refusal
 }
 
-func startBroker(t *testing.T, mod func(*Config)) (*Broker, *hubSide) {
+func startBroker(t testing.TB, mod func(*Config)) (*Broker, *hubSide) {
 	t.Helper()
 	h := &hubSide{events: make(chan string, 100), messages: make(chan message, 100), refusals: make(chan Refusal, 100)}
 	cfg := Config{
@@ -63,7 +63,7 @@ func startBroker(t *testing.T, mod func(*Config)) (*Broker, *hubSide) {
 }
 
 // deviceConfig is what the device stores from the OTA answer.
-func deviceConfig(t *testing.T, b *Broker, deviceID string) mqttdevice.Config {
+func deviceConfig(t testing.TB, b *Broker, deviceID string) mqttdevice.Config {
 	t.Helper()
 	c, err := Issue(secret, deviceID, 1)
 	if err != nil {
