@@ -320,3 +320,41 @@ func TestHelloObjectAsTheFirmwareParsesIt(t *testing.T) {
 		t.Fatal("two sessions got the same key")
 	}
 }
+
+// TestDeviceDropsWhatTheFirmwareDrops sends downlink datagrams the
+// firmware rejects from the server's own socket: a replayed one, one with
+// a wrong length and one with a wrong type. The device decrypts none of
+// them and keeps accepting Send's next frame.
+func TestDeviceDropsWhatTheFirmwareDrops(t *testing.T) {
+	s := start(t, Config{})
+	ss, _ := s.NewSession()
+	dev := device(t, s, ss)
+	_ = dev.SendAudio(opus(1), 0)
+	recvFrame(t, ss)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ss.Send(opus(2), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dev.Recv(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := ss.Addr()
+	replay := append([]byte(nil), ss.sendBuf...) // the datagram just sent, sequence 1
+	short := replay[:len(replay)-1]
+	typed := append([]byte{0x02}, replay[1:]...)
+	for _, b := range [][]byte{replay, short, typed} {
+		if _, err := s.conn.WriteToUDPAddrPort(b, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the device to drop three datagrams", func() bool {
+		return dev.Old.Load() == 1 && dev.BadLength.Load() == 1 && dev.BadType.Load() == 1
+	})
+	if err := ss.Send(opus(3), 0); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := dev.Recv(ctx); err != nil || !bytes.Equal(f.Opus, opus(3)) || f.Sequence != 2 {
+		t.Fatalf("next frame %q seq %d: %v", f.Opus, f.Sequence, err)
+	}
+}
