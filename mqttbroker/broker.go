@@ -72,6 +72,8 @@ type Config struct {
 	MaxMessage     int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
 	ConnectTimeout time.Duration // to send CONNECT after dialling, default 10 s
 	MaxKeepalive   uint16        // keepalive 0 or above this is treated as this, default 600 s
+	MessageRate    float64       // messages per second one connection may send on average, default 50
+	MessageBurst   int           // messages it may send at once, default 100; the excess is dropped
 	Logger         *slog.Logger
 }
 
@@ -82,6 +84,7 @@ type Stats struct {
 	Refused     uint64 // refusals reported through OnRefused
 	OverLimit   uint64 // connections closed at MaxConnections
 	SendDropped uint64 // Publish payloads dropped because the device's queue was full
+	RateLimited uint64 // device messages over MessageRate
 }
 
 // Broker is the embedded broker. Run serves it.
@@ -90,7 +93,7 @@ type Broker struct {
 	srv *mqtt.Server
 	ln  *listener
 
-	oversized, notJSON, refused, overLimit, sendDropped atomic.Uint64
+	oversized, notJSON, refused, overLimit, sendDropped, rateLimited atomic.Uint64
 
 	mu      sync.Mutex
 	byConn  map[net.Conn]*device // authenticated connections
@@ -102,6 +105,25 @@ type Broker struct {
 type device struct {
 	id string
 	cl *mqtt.Client
+
+	// Message rate bucket; only the connection's read goroutine touches it.
+	tokens float64
+	last   time.Time
+}
+
+// allow takes one message from the connection's bucket.
+func (d *device) allow(now time.Time, rate float64, burst int) bool {
+	if d.last.IsZero() {
+		d.tokens = float64(burst)
+	} else {
+		d.tokens = min(float64(burst), d.tokens+now.Sub(d.last).Seconds()*rate)
+	}
+	d.last = now
+	if d.tokens < 1 {
+		return false
+	}
+	d.tokens--
+	return true
 }
 
 // New binds the listener; Run serves it.
@@ -171,6 +193,12 @@ func (c *Config) defaults() {
 	if c.MaxKeepalive == 0 {
 		c.MaxKeepalive = 600
 	}
+	if c.MessageRate <= 0 {
+		c.MessageRate = 50
+	}
+	if c.MessageBurst <= 0 {
+		c.MessageBurst = 100
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -227,7 +255,7 @@ func (b *Broker) Connected(deviceID string) bool {
 // Stats returns the drop counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Oversized: b.oversized.Load(), NotJSON: b.notJSON.Load(), Refused: b.refused.Load(),
-		OverLimit: b.overLimit.Load(), SendDropped: b.sendDropped.Load()}
+		OverLimit: b.overLimit.Load(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load()}
 }
 
 func (b *Broker) lookup(cl *mqtt.Client) *device {

@@ -3,6 +3,7 @@ package mqttbroker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -328,5 +329,36 @@ func TestConnectionBounds(t *testing.T) {
 	}
 	if st := b.Stats(); st.OverLimit < 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestMessageFloodBounded(t *testing.T) {
+	b, h := startBroker(t, func(c *Config) { c.MessageRate = 0.001; c.MessageBurst = 10 })
+	d := connect(t, deviceConfig(t, b, "aa:bb:cc:dd:ee:01"))
+	expectEvent(t, h, "connect aa:bb:cc:dd:ee:01")
+	for i := range 30 {
+		_ = d.Publish([]byte(fmt.Sprintf(`{"type":"mcp","n":%d}`, i)))
+	}
+	for i := range 10 {
+		if m := next(t, h.messages, "a message within the burst"); m.payload != fmt.Sprintf(`{"type":"mcp","n":%d}`, i) {
+			t.Fatalf("message %d: %q", i, m.payload)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Stats().RateLimited != 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v, want 20 rate-limited", b.Stats())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if len(h.messages) != 0 {
+		t.Fatalf("%d messages over the rate reached the hub", len(h.messages))
+	}
+	// Another device is unaffected.
+	other := connect(t, deviceConfig(t, b, "aa:bb:cc:dd:ee:02"))
+	expectEvent(t, h, "connect aa:bb:cc:dd:ee:02")
+	_ = other.Publish([]byte(`{"type":"x"}`))
+	if m := next(t, h.messages, "the other device's message"); m.device != "aa:bb:cc:dd:ee:02" {
+		t.Fatalf("got %+v", m)
 	}
 }
