@@ -74,7 +74,6 @@ type Config struct {
 	MaxKeepalive   uint16        // keepalive 0 or above this is treated as this, default 600 s
 	MessageRate    float64       // messages per second one connection may send on average, default 50
 	MessageBurst   int           // messages it may send at once, default 100; the excess is dropped
-	Logger         *slog.Logger
 }
 
 // Stats counts what the broker dropped.
@@ -198,9 +197,6 @@ func (c *Config) defaults() {
 	}
 	if c.MessageBurst <= 0 {
 		c.MessageBurst = 100
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	nop := func(string) {}
 	if c.OnConnect == nil {

@@ -95,13 +95,13 @@ type Server struct {
 	overflow bucket
 }
 
-// Listen opens the UDP socket at addr (host:port; port 0 picks one).
+// Listen opens the UDP socket at addr (host:port or :port; port 0 picks one).
 func Listen(addr string, cfg Config) (*Server, error) {
-	ap, err := netip.ParseAddrPort(addr)
+	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
-		return nil, hub.Errorf(hub.EINVALID, "UDP audio address %q is not an IP:port: %w", addr, err)
+		return nil, hub.Errorf(hub.EINVALID, "UDP audio address %q is not host:port: %w", addr, err)
 	}
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+	conn, err := net.ListenUDP("udp", ua)
 	if err != nil {
 		return nil, hub.Errorf(hub.EINVALID, "cannot listen for UDP audio on %s: %w", addr, err)
 	}

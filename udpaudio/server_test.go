@@ -358,3 +358,17 @@ func TestDeviceDropsWhatTheFirmwareDrops(t *testing.T) {
 		t.Fatalf("next frame %q seq %d: %v", f.Opus, f.Sequence, err)
 	}
 }
+
+func TestListenAddresses(t *testing.T) {
+	s, err := Listen(":0", Config{})
+	if err != nil {
+		t.Fatalf("Listen(\":0\"): %v", err)
+	}
+	if s.Addr().Port() == 0 {
+		t.Fatal("no port picked")
+	}
+	s.conn.Close()
+	if _, err := Listen("no port", Config{}); hub.ErrorCode(err) != hub.EINVALID {
+		t.Fatalf("Listen without a port: %v", err)
+	}
+}
