@@ -2,6 +2,7 @@ package mqttbroker
 
 import (
 	"bytes"
+	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -121,6 +122,10 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 	}
 	d := h.b.lookup(cl)
 	if d == nil || !h.b.payloadOK(pk.Payload) {
+		return pk, packets.ErrRejectPacket
+	}
+	if !d.allow(time.Now(), h.b.cfg.MessageRate, h.b.cfg.MessageBurst) {
+		h.b.rateLimited.Add(1)
 		return pk, packets.ErrRejectPacket
 	}
 	h.b.cfg.OnMessage(d.id, bytes.Clone(pk.Payload))
