@@ -1,0 +1,318 @@
+// Package mqttbroker is the hub's embedded MQTT broker for devices on the
+// MQTT+UDP transport (github.com/mochi-mqtt/server/v2), and the MQTT
+// credentials and OTA `mqtt` object handed to those devices.
+//
+// Firmware 2.4.2 stays connected over MQTT while idle, publishes every
+// message QoS 0 to its publish topic and never subscribes; the broker
+// subscribes each device, server side, to its downlink topic, confines it
+// to its own two topics, and hands the hub one callback per connect,
+// message and disconnect, keyed by device id (messages carry no id). The
+// hub answers with Publish. Not yet wired into the hub: the session package
+// gets a transport seam first. See docs/protocol.md §4.
+package mqttbroker
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+	hub "github.com/xiaozhi-hub/hub"
+)
+
+// Reason says why a device's connection ended.
+type Reason string
+
+const (
+	ReasonDisconnect Reason = "the device sent DISCONNECT"
+	ReasonKeepalive  Reason = "keepalive expired: nothing heard for 1.5 keepalive periods"
+	ReasonClosed     Reason = "the connection closed without DISCONNECT"
+	ReasonReplaced   Reason = "a newer connection of the same device replaced it"
+	ReasonShutdown   Reason = "the hub is shutting down"
+	ReasonProtocol   Reason = "MQTT protocol error"
+)
+
+// Refusal describes an attempt the broker refused, for the hub's event log.
+type Refusal struct {
+	ClientID string
+	Username string
+	DeviceID string // set once authenticated
+	Remote   string
+	Reason   string
+}
+
+// Config configures a Broker. Callbacks run on the connection's goroutine:
+// they must return quickly (OnMessage may call Publish). OnConnect and
+// OnDisconnect are serialised, so a device's events arrive in order; a
+// device replaced by a newer connection gets OnDisconnect(ReasonReplaced)
+// before the new OnConnect.
+type Config struct {
+	Addr string      // host:port to listen on (port 0 picks one)
+	TLS  *tls.Config // serve TLS (devices use TLS exactly on port 8883)
+
+	// Authenticate maps CONNECT credentials to a device id; ok false refuses.
+	Authenticate func(clientID, username, password string) (deviceID string, ok bool)
+	OnConnect    func(deviceID string)
+	OnMessage    func(deviceID string, payload []byte)
+	OnDisconnect func(deviceID string, reason Reason)
+	OnRefused    func(Refusal)
+
+	MaxConnections int           // TCP connections at once, default 10000
+	MaxMessage     int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
+	ConnectTimeout time.Duration // to send CONNECT after dialling, default 10 s
+	MaxKeepalive   uint16        // keepalive 0 or above this is treated as this, default 600 s
+	MessageRate    float64       // messages per second one connection may send on average, default 50
+	MessageBurst   int           // messages it may send at once, default 100; the excess is dropped
+}
+
+// Stats counts what the broker dropped.
+type Stats struct {
+	Oversized   uint64 // device payloads over MaxMessage
+	NotJSON     uint64 // device payloads that are not JSON
+	Refused     uint64 // refusals reported through OnRefused
+	OverLimit   uint64 // connections closed at MaxConnections
+	SendDropped uint64 // Publish payloads dropped because the device's queue was full
+	RateLimited uint64 // device messages over MessageRate
+}
+
+// Broker is the embedded broker. Run serves it.
+type Broker struct {
+	cfg Config
+	srv *mqtt.Server
+	ln  *listener
+
+	oversized, notJSON, refused, overLimit, sendDropped, rateLimited atomic.Uint64
+
+	mu      sync.Mutex
+	byConn  map[net.Conn]*device // authenticated connections
+	devices map[string]*device   // the current connection of each device
+
+	lifeMu sync.Mutex // serialises OnConnect/OnDisconnect
+}
+
+type device struct {
+	id string
+	cl *mqtt.Client
+
+	// Message rate bucket; only the connection's read goroutine touches it.
+	tokens float64
+	last   time.Time
+}
+
+// allow takes one message from the connection's bucket.
+func (d *device) allow(now time.Time, rate float64, burst int) bool {
+	if d.last.IsZero() {
+		d.tokens = float64(burst)
+	} else {
+		d.tokens = min(float64(burst), d.tokens+now.Sub(d.last).Seconds()*rate)
+	}
+	d.last = now
+	if d.tokens < 1 {
+		return false
+	}
+	d.tokens--
+	return true
+}
+
+// New binds the listener; Run serves it.
+func New(cfg Config) (*Broker, error) {
+	if cfg.Authenticate == nil {
+		return nil, errors.New("mqttbroker: Config.Authenticate is required")
+	}
+	cfg.defaults()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, hub.Errorf(hub.EINVALID, "cannot listen for MQTT on %s: %w", cfg.Addr, err)
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumClients = int64(cfg.MaxConnections)
+	caps.MaximumClientWritesPending = 64 // per-device queue of Publish; the default 8192 costs 64 KiB each
+	caps.MaximumPacketSize = uint32(4*cfg.MaxMessage + 1024)
+	caps.MaximumSessionExpiryInterval = 0 // no session outlives its connection
+	caps.MaximumInflight = 64
+	caps.ReceiveMaximum = 16
+	caps.MinimumProtocolVersion = 4 // 3.1.1 (the firmware's esp-mqtt) and 5
+	caps.RetainAvailable = 0
+	caps.WildcardSubAvailable = 0
+	caps.SharedSubAvailable = 0
+	caps.Compatibilities.ObscureNotAuthorized = true
+	b := &Broker{
+		cfg: cfg,
+		srv: mqtt.New(&mqtt.Options{
+			Capabilities:             caps,
+			InlineClient:             true,
+			SysTopicResendInterval:   3600,
+			ClientNetReadBufferSize:  1024,
+			ClientNetWriteBufferSize: 1024,
+			Logger:                   slog.New(slog.DiscardHandler), // refusals are reported through hooks, not logged per packet
+		}),
+		byConn:  make(map[net.Conn]*device),
+		devices: make(map[string]*device),
+	}
+	b.ln = &listener{
+		ln: ln, connectTimeout: cfg.ConnectTimeout,
+		slots: make(chan struct{}, cfg.MaxConnections), conns: make(map[net.Conn]struct{}),
+		onConnGone: b.forget, overLimit: &b.overLimit,
+	}
+	if err := b.srv.AddHook(&hook{b: b}, nil); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("mqttbroker: %w", err)
+	}
+	if err := b.srv.AddListener(b.ln); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("mqttbroker: %w", err)
+	}
+	return b, nil
+}
+
+func (c *Config) defaults() {
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 10000
+	}
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = 64 << 10
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 10 * time.Second
+	}
+	if c.MaxKeepalive == 0 {
+		c.MaxKeepalive = 600
+	}
+	if c.MessageRate <= 0 {
+		c.MessageRate = 50
+	}
+	if c.MessageBurst <= 0 {
+		c.MessageBurst = 100
+	}
+	nop := func(string) {}
+	if c.OnConnect == nil {
+		c.OnConnect = nop
+	}
+	if c.OnMessage == nil {
+		c.OnMessage = func(string, []byte) {}
+	}
+	if c.OnDisconnect == nil {
+		c.OnDisconnect = func(string, Reason) {}
+	}
+	if c.OnRefused == nil {
+		c.OnRefused = func(Refusal) {}
+	}
+}
+
+// Addr is the listening address.
+func (b *Broker) Addr() string { return b.ln.Address() }
+
+// Run serves until ctx ends, then disconnects every device (OnDisconnect
+// with ReasonShutdown) and waits for the connections' goroutines.
+func (b *Broker) Run(ctx context.Context) error {
+	if err := b.srv.Serve(); err != nil {
+		b.ln.Close(func(string) {})
+		return fmt.Errorf("mqttbroker: %w", err)
+	}
+	<-ctx.Done()
+	return b.srv.Close()
+}
+
+// Publish sends payload (a JSON message) to the device, QoS 0, on its
+// downlink topic. It fails with EOFFLINE when the device is not connected.
+// Delivery is queued; if the device's queue is full the message is dropped
+// (Stats.SendDropped), as a slow device must not stall the hub.
+func (b *Broker) Publish(deviceID string, payload []byte) error {
+	if !b.Connected(deviceID) {
+		return hub.Errorf(hub.EOFFLINE, "device %s is not connected over MQTT", deviceID)
+	}
+	if err := b.srv.Publish(DownlinkTopic(deviceID), payload, false, 0); err != nil {
+		return fmt.Errorf("mqttbroker: publish to %s: %w", deviceID, err)
+	}
+	return nil
+}
+
+// Connected reports whether the device has an MQTT connection.
+func (b *Broker) Connected(deviceID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.devices[deviceID] != nil
+}
+
+// Stats returns the drop counters.
+func (b *Broker) Stats() Stats {
+	return Stats{Oversized: b.oversized.Load(), NotJSON: b.notJSON.Load(), Refused: b.refused.Load(),
+		OverLimit: b.overLimit.Load(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load()}
+}
+
+func (b *Broker) lookup(cl *mqtt.Client) *device {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.byConn[cl.Net.Conn]
+}
+
+// forget drops what is known about a closed connection.
+func (b *Broker) forget(conn net.Conn) {
+	b.mu.Lock()
+	delete(b.byConn, conn)
+	b.mu.Unlock()
+}
+
+func (b *Broker) refuse(cl *mqtt.Client, username, deviceID, reason string) {
+	b.refused.Add(1)
+	b.cfg.OnRefused(Refusal{ClientID: cl.ID, Username: username, DeviceID: deviceID, Remote: cl.Net.Remote, Reason: reason})
+}
+
+// reason maps why mochi stopped a client to a Reason.
+func reason(cl *mqtt.Client, err error) Reason {
+	cause := cl.StopCause()
+	if cause == nil {
+		cause = err
+	}
+	var code packets.Code
+	switch {
+	case errors.Is(cause, packets.CodeDisconnect):
+		return ReasonDisconnect
+	case errors.Is(cause, packets.ErrSessionTakenOver):
+		return ReasonReplaced
+	case errors.Is(cause, packets.ErrServerShuttingDown):
+		return ReasonShutdown
+	case errors.Is(cause, os.ErrDeadlineExceeded):
+		return ReasonKeepalive
+	case errors.Is(cause, io.EOF), errors.Is(cause, net.ErrClosed), errors.Is(cause, io.ErrUnexpectedEOF):
+		return ReasonClosed
+	case errors.As(cause, &code):
+		return ReasonProtocol + Reason(": "+code.Reason)
+	}
+	var ne net.Error
+	if errors.As(cause, &ne) || errors.Is(cause, os.ErrClosed) {
+		return ReasonClosed
+	}
+	return ReasonProtocol
+}
+
+// payloadOK applies the size and shape rules to a device's message. It
+// passes anything that starts as a JSON object, valid or not: the firmware
+// builds some messages without escaping (docs/protocol.md §12 item 25), and
+// the session recovers the call id from such a frame to fail that call at
+// once instead of leaving it to time out.
+func (b *Broker) payloadOK(p []byte) bool {
+	if len(p) > b.cfg.MaxMessage {
+		b.oversized.Add(1)
+		return false
+	}
+	if t := bytes.TrimLeft(p, " \t\r\n"); len(t) == 0 || t[0] != '{' || !utf8.Valid(t) {
+		b.notJSON.Add(1)
+		return false
+	}
+	return true
+}

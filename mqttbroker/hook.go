@@ -1,0 +1,137 @@
+package mqttbroker
+
+import (
+	"bytes"
+	"time"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// hook is the broker's policy, as mochi hooks.
+type hook struct {
+	mqtt.HookBase
+	b *Broker
+}
+
+func (h *hook) ID() string { return "xiaozhi-hub" }
+
+func (h *hook) Provides(b byte) bool {
+	return bytes.Contains([]byte{
+		mqtt.OnConnect, mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnSessionEstablished,
+		mqtt.OnDisconnect, mqtt.OnPublish, mqtt.OnPublishDropped,
+	}, []byte{b})
+}
+
+// OnConnect bounds the keepalive: 0 (never expire) or a huge value would
+// keep a dead connection forever.
+func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
+	if max := h.b.cfg.MaxKeepalive; cl.State.Keepalive == 0 || cl.State.Keepalive > max {
+		cl.State.Keepalive = max
+	}
+	return nil
+}
+
+// OnConnectAuthenticate asks the hub who the credentials belong to.
+func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	user := string(pk.Connect.Username)
+	id, ok := h.b.cfg.Authenticate(cl.ID, user, string(pk.Connect.Password))
+	if !ok {
+		h.b.refuse(cl, user, "", "credentials refused (wrong or revoked password, or a client id they were not issued for)")
+		return false
+	}
+	if err := checkTopicSafe(id); err != nil {
+		h.b.refuse(cl, user, id, err.Error())
+		return false
+	}
+	h.b.mu.Lock()
+	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl}
+	h.b.mu.Unlock()
+	return true
+}
+
+// OnACLCheck confines a device to publishing on its uplink topic and to
+// receiving on its downlink topic. mochi checks delivery too, as a read.
+func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
+	d := h.b.lookup(cl)
+	if d == nil {
+		return false
+	}
+	if write && topic == UplinkTopic(d.id) || !write && topic == DownlinkTopic(d.id) {
+		return true
+	}
+	what := "subscribe to"
+	if write {
+		what = "publish to"
+	}
+	h.b.refuse(cl, d.id, d.id, what+" foreign topic "+topic)
+	return false
+}
+
+// OnSessionEstablished subscribes the device to its downlink topic (it
+// never subscribes itself) and reports it connected, replacing an older
+// connection of the same device.
+func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) {
+	d := h.b.lookup(cl)
+	if d == nil {
+		return
+	}
+	sub := packets.Subscription{Filter: DownlinkTopic(d.id)}
+	h.b.srv.Topics.Subscribe(cl.ID, sub)
+	cl.State.Subscriptions.Add(sub.Filter, sub)
+
+	h.b.lifeMu.Lock()
+	defer h.b.lifeMu.Unlock()
+	h.b.mu.Lock()
+	old := h.b.devices[d.id]
+	h.b.devices[d.id] = d
+	h.b.mu.Unlock()
+	if old != nil {
+		if old.cl.ID != cl.ID { // same client id: mochi has taken the old one over already
+			_ = h.b.srv.DisconnectClient(old.cl, packets.ErrSessionTakenOver)
+		}
+		h.b.cfg.OnDisconnect(d.id, ReasonReplaced)
+	}
+	h.b.cfg.OnConnect(d.id)
+}
+
+// OnDisconnect reports the end of a device's current connection.
+func (h *hook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
+	d := h.b.lookup(cl)
+	if d == nil {
+		return
+	}
+	h.b.lifeMu.Lock()
+	defer h.b.lifeMu.Unlock()
+	h.b.mu.Lock()
+	current := h.b.devices[d.id] == d
+	if current {
+		delete(h.b.devices, d.id)
+	}
+	h.b.mu.Unlock()
+	if current {
+		h.b.cfg.OnDisconnect(d.id, reason(cl, err))
+	}
+}
+
+// OnPublish passes a device's message to the hub and keeps it from being
+// routed anywhere else (nobody subscribes to uplink topics anyway).
+func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if cl.Net.Inline {
+		return pk, nil
+	}
+	d := h.b.lookup(cl)
+	if d == nil || !h.b.payloadOK(pk.Payload) {
+		return pk, packets.ErrRejectPacket
+	}
+	if !d.allow(time.Now(), h.b.cfg.MessageRate, h.b.cfg.MessageBurst) {
+		h.b.rateLimited.Add(1)
+		return pk, packets.ErrRejectPacket
+	}
+	h.b.cfg.OnMessage(d.id, bytes.Clone(pk.Payload))
+	return pk, packets.CodeSuccessIgnore
+}
+
+func (h *hook) OnPublishDropped(cl *mqtt.Client, pk packets.Packet) {
+	h.b.sendDropped.Add(1)
+}
