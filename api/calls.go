@@ -24,6 +24,14 @@ var callSpec = bodySpec{
 	shape: `{"arguments":{"volume":50},"timeoutMs":10000}`,
 }
 
+func (s *Server) callRoutes() []route {
+	return []route{
+		{"/api/devices/{id}/tools/{tool}/call", []methodHandler{{"POST", s.callTool}}},
+		{"/api/devices/{id}/events", []methodHandler{{"GET", s.deviceEvents}}},
+		{"/api/calls", []methodHandler{{"GET", s.listCalls}}},
+	}
+}
+
 // callTool runs a tool on a device: body {"arguments":{…},"timeoutMs":N},
 // both optional (an empty body calls the tool with no arguments and the
 // default timeout). It answers 200 {"content":…,"isError":bool} with what the
@@ -33,7 +41,7 @@ var callSpec = bodySpec{
 // offline, 502 device error or disconnect, 504 timeout.
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	var body callBody
-	raw, err := readBody(w, r)
+	raw, err := readBody(w, r, callSpec.limit)
 	if err == nil && !body.decodeFast(raw) {
 		err = decodeBytes(raw, &body, callSpec, true)
 	}

@@ -3,11 +3,22 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/iot"
+)
+
+// ErrUnknownDevice and ErrUnknownTool are wrapped by the ENOTFOUND errors
+// for a device id, or a tool name, the registry does not know. Their
+// messages say what is unknown; each boundary adds, in its own terms, where
+// the known ones are listed (the API its routes, the catalog its tools).
+var (
+	ErrUnknownDevice = errors.New("unknown device")
+	ErrUnknownTool   = errors.New("unknown tool")
 )
 
 // CallRequest asks a device to run one of its MCP tools.
@@ -69,8 +80,8 @@ func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResul
 	link := e.link
 	r.mu.RUnlock()
 	if !known {
-		return hub.CallResult{}, hub.Errorf(hub.ENOTFOUND,
-			"device %q has no tool %q (GET /api/devices/%s/tools lists its tools)", req.DeviceID, req.Tool, req.DeviceID)
+		return hub.CallResult{}, &hub.Error{Code: hub.ENOTFOUND, Err: ErrUnknownTool,
+			Message: fmt.Sprintf("device %q has no tool %q", req.DeviceID, req.Tool)}
 	}
 	// The call's time includes checking its arguments.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -140,7 +151,7 @@ func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTC
 }
 
 // finish numbers the record, writes it (the caller is answered once it is
-// stored, see recorder) and announces it; the event and GET /api/calls
+// stored, see recorder) and announces it; the event and the call history
 // carry the same id, and a client seeing the event finds the record.
 func (r *Registry) finish(ctx context.Context, rec hub.CallRecord) {
 	rec.ID = r.callID.Add(1)
