@@ -195,7 +195,7 @@ func (s *Service) Approve(ctx context.Context, code string, patch hub.DevicePatc
 	s.mu.Unlock()
 	if p.Code == "" {
 		return Activation{}, Trust{}, hub.Errorf(hub.ENOTFOUND, "no device is waiting with code %q: codes expire after %v "+
-			"(the device then shows a new one); GET /api/activations lists the pending codes", code, s.opts.CodeTTL)
+			"(the device then shows a new one)", code, s.opts.CodeTTL)
 	}
 	if s.opts.Registry != nil {
 		if _, err := s.opts.Registry.Register(ctx, p.DeviceID, patch); err != nil {
