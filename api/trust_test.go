@@ -15,9 +15,11 @@ import (
 // fakeTrust answers every method with err (nil: success).
 type fakeTrust struct{ err error }
 
-func (f fakeTrust) Policy() string            { return "activation" }
-func (f fakeTrust) Pending() []hub.Activation { return []hub.Activation{{Code: "123456", DeviceID: "aa:00:00:00:00:01"}} }
-func (f fakeTrust) Admitted(string) bool      { return true }
+func (f fakeTrust) Policy() string { return "activation" }
+func (f fakeTrust) Pending() []hub.Activation {
+	return []hub.Activation{{Code: "123456", DeviceID: "aa:00:00:00:00:01"}}
+}
+func (f fakeTrust) Admitted(string) bool { return true }
 func (f fakeTrust) Approve(context.Context, string, hub.DevicePatch) (hub.Activation, hub.Trust, error) {
 	return hub.Activation{}, hub.Trust{}, f.err
 }
