@@ -78,8 +78,8 @@ func newAgent(reg *registry.Registry, cfg Config, p Provider, err error) *Agent 
 // continue.
 func (a *Agent) Close() { a.cat.Close() }
 
-// Ready returns nil when a model is configured, or an error whose message
-// says exactly what to set.
+// Ready returns nil when a model is configured, or an EUNAVAILABLE error
+// whose message says exactly what to set.
 func (a *Agent) Ready() error { return a.cfgErr }
 
 // Config returns the completed configuration.
