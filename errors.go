@@ -19,6 +19,7 @@ const (
 	ECONFLICT     = "conflict"            // 409
 	EINTERNAL     = "internal"            // 500
 	ETOOMANY      = "too_many_requests"   // 429: slow down (Retry-After says when)
+	EUNAVAILABLE  = "unavailable"         // 503: a part of the hub is not set up (the message says how)
 )
 
 // Error is an error with a code and a message a person can act on.

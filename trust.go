@@ -28,3 +28,27 @@ type Trust struct {
 	SystemInfo json.RawMessage `json:"systemInfo,omitempty"`
 	LastCheck  time.Time       `json:"lastCheck,omitzero"`
 }
+
+// Activation is a code waiting for a person, as the API lists it.
+type Activation struct {
+	Code     string `json:"code"`
+	DeviceID string `json:"deviceId"`
+	ClientID string `json:"clientId,omitempty"`
+	Board    string `json:"board,omitempty"`
+	Firmware string `json:"firmware,omitempty"`
+	Remote   string `json:"remoteAddr,omitempty"`
+	// ActivationVersion 2 devices send their eFuse serial number and an
+	// HMAC of the challenge; both are recorded, neither can be verified.
+	ActivationVersion int       `json:"activationVersion"`
+	SerialNumber      string    `json:"serialNumber,omitempty"`
+	HMAC              string    `json:"hmac,omitempty"`
+	Created           time.Time `json:"created"`
+	Expires           time.Time `json:"expires"`
+	LastCheck         time.Time `json:"lastCheck"`
+	LastPoll          time.Time `json:"lastPoll,omitzero"` // last /activate
+	// Rebind: the device id is bound to another Client-Id or serial
+	// (BoundClientID). Approving this code binds it to this one: do so
+	// only if the device was re-flashed and shows this code.
+	Rebind        bool   `json:"rebind,omitempty"`
+	BoundClientID string `json:"boundClientId,omitempty"`
+}

@@ -8,8 +8,9 @@
 // are bounded in steps, time and result size; conversations are kept per
 // session with a limit; every run is recorded.
 //
-// Entry points: Agent.Run, Handler (POST /api/agent/chat, Server-Sent
-// Events) and RunsHandler (GET /api/agent/runs).
+// Entry points: Agent.Run and Agent.Runs, which the admin API (package api)
+// serves as POST /api/agent/chat (Server-Sent Events) and GET
+// /api/agent/runs; Chat is the client of the first.
 package agent
 
 import (
@@ -58,6 +59,10 @@ func NewWithProvider(reg *registry.Registry, cfg Config, p Provider) *Agent {
 }
 
 func newAgent(reg *registry.Registry, cfg Config, p Provider, err error) *Agent {
+	if err != nil {
+		// Not the caller's fault: this hub has no model set up.
+		err = &hub.Error{Code: hub.EUNAVAILABLE, Message: hub.ErrorMessage(err), Err: err}
+	}
 	return &Agent{
 		cfg: cfg, provider: p, cfgErr: err,
 		cat: catalog.New(reg, catalog.Options{
@@ -73,8 +78,8 @@ func newAgent(reg *registry.Registry, cfg Config, p Provider, err error) *Agent 
 // continue.
 func (a *Agent) Close() { a.cat.Close() }
 
-// Ready returns nil when a model is configured, or an error whose message
-// says exactly what to set.
+// Ready returns nil when a model is configured, or an EUNAVAILABLE error
+// whose message says exactly what to set.
 func (a *Agent) Ready() error { return a.cfgErr }
 
 // Config returns the completed configuration.

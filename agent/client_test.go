@@ -12,14 +12,11 @@ import (
 )
 
 func TestChatClientPrintsSteps(t *testing.T) {
-	a, _, _, _ := start(t, setup{provider: agent.ProviderAnthropic}, seedBrain)
-	mux := http.NewServeMux()
-	mux.Handle("POST "+agent.ChatPath, agent.Handler(a))
-	hubSrv := httptest.NewServer(mux)
-	defer hubSrv.Close()
+	a, _, reg, _ := start(t, setup{provider: agent.ProviderAnthropic}, seedBrain)
+	hubURL := serve(t, reg, a)
 
 	var out strings.Builder
-	done, err := agent.Chat(context.Background(), http.DefaultClient, hubSrv.URL, "tok", agent.ChatRequest{Message: "打开客厅的灯"}, agent.Printer(&out))
+	done, err := agent.Chat(context.Background(), http.DefaultClient, hubURL, apiToken, agent.ChatRequest{Message: "打开客厅的灯"}, agent.Printer(&out))
 	if err != nil || done.Outcome != "ok" {
 		t.Fatalf("chat: %v %+v", err, done)
 	}
@@ -38,21 +35,17 @@ func TestChatClientPrintsSteps(t *testing.T) {
 }
 
 func TestChatClientErrors(t *testing.T) {
-	mux := http.NewServeMux()
-	mux.Handle("POST "+agent.ChatPath, agent.Handler(agent.New(ct.NewRegistry(t), agent.Config{})))
-	mux.HandleFunc("POST /denied"+agent.ChatPath, func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(401)
-		_, _ = w.Write([]byte(`{"error":{"code":"unauthorized","message":"missing or wrong bearer token"}}`))
-	})
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	for _, c := range []struct{ url, want string }{
-		{srv.URL, "OPENAI_BASE_URL=http://localhost:11434/v1"},
-		{srv.URL + "/denied", "refused the API token"},
-		{srv.URL + "/nothing", "has no agent endpoint"},
-		{"http://127.0.0.1:1", "cannot reach the hub"},
+	reg := ct.NewRegistry(t)
+	hubURL := serve(t, reg, agent.New(reg, agent.Config{}))
+	noAgent := httptest.NewServer(http.NotFoundHandler())
+	defer noAgent.Close()
+	for _, c := range []struct{ url, token, want string }{
+		{hubURL, apiToken, "OPENAI_BASE_URL=http://localhost:11434/v1"},
+		{hubURL, "wrong-token", "refused the API token"},
+		{noAgent.URL, apiToken, "has no agent endpoint"},
+		{"http://127.0.0.1:1", apiToken, "cannot reach the hub"},
 	} {
-		_, err := agent.Chat(context.Background(), http.DefaultClient, c.url, "tok", agent.ChatRequest{Message: "hi"}, nil)
+		_, err := agent.Chat(context.Background(), http.DefaultClient, c.url, c.token, agent.ChatRequest{Message: "hi"}, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.url, err, c.want)
 		}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +21,7 @@ import (
 // (server.Open: SQLite store, registry, device WebSocket sessions) and
 // simulated devices that speak the firmware's protocols, with a local
 // stand-in for the LLM API. The agent is attached to the hub's registry
-// and served over HTTP by agent.Handler, as the hub mounts it.
+// and served over HTTP by the admin API (package api), as the hub mounts it.
 
 type e2eHome struct {
 	hub     *server.Hub
@@ -83,11 +81,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // chat posts to the agent handler and returns the events of the stream.
 func chat(t *testing.T, url, msg string) []agent.Event {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(`{"message":"`+msg+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := request(t, "POST", url+agent.ChatPath, `{"message":"`+msg+`"}`)
 	var events []agent.Event
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -124,10 +118,7 @@ func TestE2ETurnOnTheLivingRoomLight(t *testing.T) {
 			}
 			a := agent.New(home.hub.Registry, cfg)
 			defer a.Close()
-			srv := httptest.NewServer(agent.Handler(a))
-			defer srv.Close()
-
-			events := chat(t, srv.URL, "打开客厅的灯")
+			events := chat(t, serve(t, home.hub.Registry, a), "打开客厅的灯")
 			done := events[len(events)-1]
 			if done.Type != agent.EventDone || done.Outcome != "ok" || done.Text != "已打开客厅的吸顶灯" {
 				t.Fatalf("events %+v", events)

@@ -3,8 +3,7 @@ package agent_test
 import (
 	"bufio"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -14,14 +13,9 @@ import (
 )
 
 func TestChatHandlerStreamsEvents(t *testing.T) {
-	a, _, _, devs := start(t, setup{provider: agent.ProviderOpenAI}, seedBrain)
-	srv := httptest.NewServer(agent.Handler(a))
-	defer srv.Close()
-	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"message":"打开客厅的灯"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	a, _, reg, devs := start(t, setup{provider: agent.ProviderOpenAI}, seedBrain)
+	hubURL := serve(t, reg, a)
+	resp := request(t, "POST", hubURL+agent.ChatPath, `{"message":"打开客厅的灯"}`)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -56,48 +50,47 @@ func TestChatHandlerStreamsEvents(t *testing.T) {
 	}
 
 	// Continue the session, without streaming.
-	resp2, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"message":"再开一次","session":"`+done.Session+`","stream":false}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp2.Body.Close()
+	resp2 := request(t, "POST", hubURL+agent.ChatPath, `{"message":"再开一次","session":"`+done.Session+`","stream":false}`)
 	var rec agent.RunRecord
 	if err := json.NewDecoder(resp2.Body).Decode(&rec); err != nil || rec.Session != done.Session || rec.Outcome != "ok" {
 		t.Fatalf("JSON answer %+v: %v", rec, err)
 	}
 
-	runs := httptest.NewRecorder()
-	agent.RunsHandler(a).ServeHTTP(runs, httptest.NewRequest("GET", "/api/agent/runs?limit=1", nil))
+	runs := request(t, "GET", hubURL+"/api/agent/runs?limit=1", "")
 	var body struct{ Runs []agent.RunRecord }
-	if err := json.Unmarshal(runs.Body.Bytes(), &body); err != nil || len(body.Runs) != 1 || body.Runs[0].ID != rec.ID {
-		t.Fatalf("runs %s", runs.Body)
+	if err := json.NewDecoder(runs.Body).Decode(&body); err != nil || len(body.Runs) != 1 || body.Runs[0].ID != rec.ID {
+		t.Fatalf("runs %+v: %v", body, err)
 	}
 }
 
 func TestChatHandlerErrors(t *testing.T) {
-	unconfigured := agent.New(ct.NewRegistry(t), agent.Config{})
+	reg := ct.NewRegistry(t)
+	unconfigured := serve(t, reg, agent.New(reg, agent.Config{}))
 	for _, c := range []struct {
-		a      *agent.Agent
 		method string
 		body   string
 		status int
 		want   string
 	}{
-		{unconfigured, "POST", `{"message":"hi"}`, 503, "ANTHROPIC_API_KEY"},
-		{unconfigured, "GET", ``, 405, "POST"},
+		// 503 with a code of the hub's own (errors.go), which the client
+		// turns into "no model configured".
+		{"POST", `{"message":"hi"}`, 503, `"code":"unavailable"`},
+		{"POST", `{"message":"hi"}`, 503, "ANTHROPIC_API_KEY"},
+		{"GET", ``, 405, "POST"},
 	} {
-		w := httptest.NewRecorder()
-		agent.Handler(c.a).ServeHTTP(w, httptest.NewRequest(c.method, "/api/agent/chat", strings.NewReader(c.body)))
-		if w.Code != c.status || !strings.Contains(w.Body.String(), c.want) {
-			t.Errorf("%s %s: %d %s", c.method, c.body, w.Code, w.Body)
+		resp := request(t, c.method, unconfigured+agent.ChatPath, c.body)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != c.status || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s %s: %d %s", c.method, c.body, resp.StatusCode, b)
 		}
 	}
-	a, _, _, _ := start(t, setup{provider: agent.ProviderAnthropic}, seedBrain)
+	a, _, reg2, _ := start(t, setup{provider: agent.ProviderAnthropic}, seedBrain)
+	hubURL := serve(t, reg2, a)
 	for body, status := range map[string]int{`{"message":""}`: 422, `{"msg":"x"}`: 400, `not json`: 400} {
-		w := httptest.NewRecorder()
-		agent.Handler(a).ServeHTTP(w, httptest.NewRequest("POST", "/api/agent/chat", strings.NewReader(body)))
-		if w.Code != status || !strings.Contains(w.Body.String(), `"error":{`) {
-			t.Errorf("%s: %d %s", body, w.Code, w.Body)
+		resp := request(t, "POST", hubURL+agent.ChatPath, body)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != status || !strings.Contains(string(b), `"error":{`) {
+			t.Errorf("%s: %d %s", body, resp.StatusCode, b)
 		}
 	}
 }

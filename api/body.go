@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,11 +12,13 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-// maxBody is the largest request body the API reads.
+// maxBody is the largest request body the API reads, unless a route sets
+// a smaller one (bodySpec.limit).
 const maxBody = 1 << 20
 
-// errTooLarge marks a body over maxBody; handlers answer it with 413.
-var errTooLarge = hub.Errorf(hub.EBADREQUEST, "the request body is larger than 1 MiB")
+// errTooLarge is wrapped by the error for a body over its limit; handlers
+// answer it with 413.
+var errTooLarge = errors.New("request body too large")
 
 // fieldKinds says, per top-level JSON field of a request body, what it must
 // be, for error messages that name the field and its expected type.
@@ -25,6 +28,7 @@ type fieldKinds map[string]string
 type bodySpec struct {
 	kinds fieldKinds
 	shape string // an example, e.g. {"name":"…","room":"…"}
+	limit int64  // the largest body; 0 is maxBody
 }
 
 // decodeBody reads a JSON object from the request body into dst. Unknown
@@ -33,19 +37,26 @@ type bodySpec struct {
 // last). An empty body is an error unless allowEmpty, in which case dst is
 // left alone.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any, spec bodySpec, allowEmpty bool) error {
-	b, err := readBody(w, r)
+	b, err := readBody(w, r, spec.limit)
 	if err != nil {
 		return err
 	}
 	return decodeBytes(b, dst, spec, allowEmpty)
 }
 
-// readBody reads the request body, at most maxBody bytes.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+// readBody reads the request body, at most limit bytes (0: maxBody).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = maxBody
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, errTooLarge
+			size := fmt.Sprintf("%d KiB", limit>>10)
+			if limit >= 1<<20 {
+				size = fmt.Sprintf("%d MiB", limit>>20)
+			}
+			return nil, &hub.Error{Code: hub.EBADREQUEST, Message: "the request body is larger than " + size, Err: errTooLarge}
 		}
 		return nil, hub.Errorf(hub.EBADREQUEST, "could not read the request body: %v", err)
 	}

@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -12,16 +14,20 @@ import (
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
-// maxTimeoutMs is the longest call timeout a request may ask for (the
-// firmware's own limit). The registry may enforce a lower one.
-const maxTimeoutMs = 300_000
-
 // maxLimit caps ?limit= on the history endpoints.
 const maxLimit = 10_000
 
 var callSpec = bodySpec{
 	kinds: fieldKinds{"arguments": "a JSON object", "timeoutMs": "a positive integer (milliseconds)"},
 	shape: `{"arguments":{"volume":50},"timeoutMs":10000}`,
+}
+
+func (s *Server) callRoutes() []route {
+	return []route{
+		{"/api/devices/{id}/tools/{tool}/call", []methodHandler{{"POST", s.callTool}}},
+		{"/api/devices/{id}/events", []methodHandler{{"GET", s.deviceEvents}}},
+		{"/api/calls", []methodHandler{{"GET", s.listCalls}}},
+	}
 }
 
 // callTool runs a tool on a device: body {"arguments":{…},"timeoutMs":N},
@@ -33,7 +39,7 @@ var callSpec = bodySpec{
 // offline, 502 device error or disconnect, 504 timeout.
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	var body callBody
-	raw, err := readBody(w, r)
+	raw, err := readBody(w, r, callSpec.limit)
 	if err == nil && !body.decodeFast(raw) {
 		err = decodeBytes(raw, &body, callSpec, true)
 	}
@@ -41,27 +47,22 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	args := bytes.TrimSpace(body.Arguments)
-	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
-		s.fail(w, r, hub.Errorf(hub.EINVALID, "arguments must be a JSON object, not %s", jsonKind(args)))
-		return
-	}
 	var timeout time.Duration
 	if body.TimeoutMs != nil {
-		ms := *body.TimeoutMs
-		if ms <= 0 || ms > maxTimeoutMs {
-			s.fail(w, r, hub.Errorf(hub.EINVALID, "timeoutMs must be between 1 and %d (5 minutes), not %d", maxTimeoutMs, ms))
-			return
-		}
-		timeout = time.Duration(ms) * time.Millisecond
+		timeout = msTimeout(*body.TimeoutMs)
 	}
 	res, err := s.reg.CallTool(r.Context(), registry.CallRequest{
 		DeviceID:  pathID(r),
 		Tool:      r.PathValue("tool"),
-		Arguments: args,
+		Arguments: body.Arguments,
 		Timeout:   timeout,
 		Caller:    "api",
 	})
+	if errors.Is(err, registry.ErrTimeoutRange) {
+		most := s.reg.MaxCallTimeout()
+		err = hub.Errorf(hub.EINVALID, "timeoutMs must be between 1 and %d (%v, setting max-call-timeout), not %d",
+			most.Milliseconds(), most, *body.TimeoutMs)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -70,6 +71,19 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		res.Content = json.RawMessage("[]")
 	}
 	writeCallResult(w, res)
+}
+
+// msTimeout turns a request's timeoutMs into the registry's Timeout, whose
+// range the registry judges: 0 ms is a timeout asked for, not "the
+// default", so it goes as negative; what Duration cannot hold saturates.
+func msTimeout(ms int64) time.Duration {
+	switch {
+	case ms <= 0:
+		return -1
+	case ms > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // callBody is the body of a tool call.
@@ -206,18 +220,4 @@ func parseLimit(v string) (int, error) {
 		return 0, hub.Errorf(hub.EBADREQUEST, "limit must be a whole number from 1 to %d, not %q", maxLimit, v)
 	}
 	return n, nil
-}
-
-// jsonKind names the kind of a JSON value by its first byte.
-func jsonKind(v []byte) string {
-	switch v[0] {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	default:
-		return "a number"
-	}
 }

@@ -9,6 +9,16 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
+func (s *Server) deviceRoutes() []route {
+	return []route{
+		{"/api/devices", []methodHandler{{"GET", s.listDevices}}},
+		{"/api/devices/{id}", []methodHandler{{"GET", s.getDevice}, {"PATCH", s.patchDevice}, {"DELETE", s.deleteDevice}}},
+		{"/api/devices/{id}/tools", []methodHandler{{"GET", s.listTools}}},
+		{"/api/devices/{id}/iot", []methodHandler{{"GET", s.listThings}}},
+		{"/api/devices/{id}/iot/commands", []methodHandler{{"POST", s.sendCommands}}},
+	}
+}
+
 // listDevices answers {"devices":[…]}, sorted by room, name and id.
 // ?online=true|false keeps devices by connection state; ?room= keeps those in
 // a room (case-insensitive; an empty value selects devices with no room).

@@ -27,6 +27,8 @@ type errorDetail struct {
 }
 
 // statusOf returns the HTTP status for an error's code (hub.ErrorCode).
+// It is the table from error codes to HTTP statuses for people and
+// programs: every /api route and /mcp (WriteError) answer by it.
 func statusOf(err error) int {
 	switch hub.ErrorCode(err) {
 	case hub.ENOTFOUND:
@@ -41,7 +43,7 @@ func statusOf(err error) int {
 		return http.StatusBadGateway
 	case hub.ETIMEOUT:
 		return http.StatusGatewayTimeout
-	case hub.EBUSY:
+	case hub.EBUSY, hub.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
 	case hub.EUNAUTHORIZED:
 		return http.StatusUnauthorized
@@ -54,7 +56,8 @@ func statusOf(err error) int {
 
 // WriteError writes err as an error response: the status its code maps to
 // (ENOTFOUND 404, EINVALID 422, EBADREQUEST 400, EOFFLINE and ECONFLICT 409,
-// EDEVICE and EGONE 502, ETIMEOUT 504, EBUSY 503, EUNAUTHORIZED 401, ETOOMANY 429, anything else 500)
+// EDEVICE and EGONE 502, ETIMEOUT 504, EBUSY and EUNAVAILABLE 503,
+// EUNAUTHORIZED 401, ETOOMANY 429, anything else 500)
 // and the body {"error":{"code":…,"message":…}}. Errors that are not
 // *hub.Error are logged (with slog.Default) and shown as "internal error", so
 // that internals never reach clients.
@@ -112,4 +115,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// hint returns err with a pointer for people appended to its message, for
+// the errors of other packages that say what went wrong but not, in API
+// terms, where to look next.
+func hint(err error, where string) error {
+	return &hub.Error{Code: hub.ErrorCode(err), Message: hub.ErrorMessage(err) + " (" + where + ")", Err: err}
 }

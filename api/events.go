@@ -2,15 +2,16 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
 )
+
+func (s *Server) eventRoutes() []route {
+	return []route{{"/api/events", []methodHandler{{"GET", s.streamEvents}}}}
+}
 
 // streamEvents serves live hub events as Server-Sent Events:
 //
@@ -28,20 +29,14 @@ import (
 // are open at once; more are refused with 429.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	device := hub.NormalizeDeviceID(r.URL.Query().Get("device"))
-	rc := http.NewResponseController(w)
-
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
 	if r.Method == http.MethodHead {
+		setSSEHeaders(w.Header())
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 
 	if s.streams.Add(1) > s.maxStreams {
 		s.streams.Add(-1)
-		w.Header().Del("Content-Type")
 		w.Header().Set("Retry-After", "30")
 		writeErrorStatus(w, http.StatusTooManyRequests, hub.ETOOMANY, fmt.Sprintf(
 			"%d event streams are already open, the most the hub allows (setting sse-max-streams); close one or try again later", s.maxStreams))
@@ -54,34 +49,19 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	events, cancel := s.reg.Subscribe()
 	defer cancel()
 
-	// Each write has a deadline of its own: a client that stops reading
-	// is dropped instead of holding this goroutine forever.
-	deadline := func() {
-		if err := rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			s.log.Debug("api: cannot set write deadline for event stream", "err", err)
-		}
-	}
-	deadline()
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte(": connected\n\n")); err != nil {
+	st := s.startSSE(w)
+	if err := st.comment("connected"); err != nil {
 		return
 	}
-	if err := rc.Flush(); err != nil {
-		s.log.Error("api: event stream cannot flush; is a middleware buffering responses?", "err", err)
-		return
-	}
-
 	tick := time.NewTicker(s.keepalive)
 	defer tick.Stop()
 	var seq int64
-	buf := make([]byte, 0, 1024)
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
-			deadline()
-			if _, err := w.Write([]byte(": keepalive\n\n")); err != nil {
+			if err := st.comment("keepalive"); err != nil {
 				return
 			}
 		case ev, ok := <-events:
@@ -97,31 +77,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			seq++
-			buf = appendEvent(buf[:0], ev, seq, data)
-			deadline()
-			if _, err := w.Write(buf); err != nil {
+			if err := st.event(ev.Type, seq, data); err != nil {
 				s.log.Info("api: event stream ended: write failed (client gone, or not reading)", "remote", r.RemoteAddr, "err", err)
 				return
 			}
 		}
-		if err := rc.Flush(); err != nil {
-			return
-		}
 	}
-}
-
-// appendEvent formats one SSE message. json.Marshal never emits a newline,
-// so data fits on one line; event types are fixed identifiers.
-func appendEvent(b []byte, ev hub.Event, seq int64, data []byte) []byte {
-	typ := ev.Type
-	if typ == "" || strings.ContainsAny(typ, "\r\n") {
-		typ = "message"
-	}
-	b = append(b, "event: "...)
-	b = append(b, typ...)
-	b = append(b, "\nid: "...)
-	b = strconv.AppendInt(b, seq, 10)
-	b = append(b, "\ndata: "...)
-	b = append(b, data...)
-	return append(b, "\n\n"...)
 }

@@ -1,4 +1,7 @@
-// Package api serves the hub's HTTP interface for people and programs:
+// Package api is the hub's one HTTP adapter for people and programs. It
+// owns every /api route, the admin-token check (RequireToken), the table
+// from error codes to HTTP statuses (WriteError) and the JSON and
+// Server-Sent Events writers:
 //
 //	GET    /api/devices                              devices (?online=true|false, ?room=)
 //	GET    /api/devices/{id}                         one device
@@ -11,13 +14,28 @@
 //	GET    /api/devices/{id}/events                  recorded events of a device
 //	GET    /api/calls                                call history (?device=, ?limit=)
 //	GET    /api/events                               live events, Server-Sent Events (?device=)
+//	GET    /api/activations                          codes waiting for a person (Options.Trust)
+//	POST   /api/activations/{code}/approve           approve one ({"name","room"} optional)
+//	GET    /api/devices/{id}/trust                   what the hub decided and last heard
+//	DELETE /api/devices/{id}/token                   revoke the device's tokens
+//	POST   /api/devices/{id}/token/revoke            the same
+//	POST   /api/devices/{id}/rebind                  bind to a new Client-Id ({"clientId"} optional)
+//	POST   /api/agent/chat                           ask the agent, Server-Sent Events (Options.Agent)
+//	GET    /api/agent/runs                           recent agent runs (?limit=)
+//	       /mcp                                      the MCP server (Options.MCP), behind the token
 //	GET    /healthz                                  liveness and readiness, no token
 //	GET    /metrics                                  Prometheus metrics, no token
 //
-// Everything under /api needs the admin bearer token (RequireToken). Errors
-// are JSON, {"error":{"code":…,"message":…}}, with the status WriteError
-// maps the code to; unknown /api paths answer 404 and wrong methods 405 in
-// the same shape.
+// Everything under /api, and /mcp, needs the admin bearer token
+// (RequireToken). Errors are JSON, {"error":{"code":…,"message":…}}, with
+// the status WriteError maps the code to; unknown /api paths answer 404 and
+// wrong methods 405 in the same shape.
+//
+// The Server holds one field per service it serves: the registry (devices,
+// tools, calls, events), Trust (ota.Service) and Agent (agent.Agent), the
+// last two as small interfaces declared here. A new /api route goes in the
+// file of its service: its pattern in that file's routes method, its
+// handler next to it.
 package api
 
 import (
@@ -52,11 +70,22 @@ type Options struct {
 	// one event (or keepalive) within it (default 15 s), so that a client
 	// that stops reading holds no goroutine or buffer.
 	StreamWriteTimeout time.Duration
+
+	// Trust serves the activation, trust, revocation and re-binding
+	// routes; nil leaves them out (404).
+	Trust Trust
+	// Agent serves /api/agent/chat and /api/agent/runs; nil leaves them out.
+	Agent Agent
+	// MCP is mounted at /mcp, behind the admin token; nil leaves it out.
+	MCP http.Handler
 }
 
 // Server is the HTTP API over a Registry. Mount it with Register.
 type Server struct {
 	reg       *registry.Registry
+	trust     Trust
+	agent     Agent
+	mcp       http.Handler
 	token     string
 	metrics   *metrics.Metrics
 	log       *slog.Logger
@@ -88,6 +117,9 @@ func New(opts Options) *Server {
 	}
 	return &Server{
 		reg:       opts.Registry,
+		trust:     opts.Trust,
+		agent:     opts.Agent,
+		mcp:       opts.MCP,
 		token:     opts.Token,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
@@ -110,23 +142,19 @@ type methodHandler struct {
 	h      http.HandlerFunc
 }
 
+// apiRoutes is every /api route: each service's file lists its own.
 func (s *Server) apiRoutes() []route {
-	return []route{
-		{"/api/devices", []methodHandler{{"GET", s.listDevices}}},
-		{"/api/devices/{id}", []methodHandler{{"GET", s.getDevice}, {"PATCH", s.patchDevice}, {"DELETE", s.deleteDevice}}},
-		{"/api/devices/{id}/tools", []methodHandler{{"GET", s.listTools}}},
-		{"/api/devices/{id}/tools/{tool}/call", []methodHandler{{"POST", s.callTool}}},
-		{"/api/devices/{id}/iot", []methodHandler{{"GET", s.listThings}}},
-		{"/api/devices/{id}/iot/commands", []methodHandler{{"POST", s.sendCommands}}},
-		{"/api/devices/{id}/events", []methodHandler{{"GET", s.deviceEvents}}},
-		{"/api/calls", []methodHandler{{"GET", s.listCalls}}},
-		{"/api/events", []methodHandler{{"GET", s.streamEvents}}},
+	var all []route
+	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes()} {
+		all = append(all, rs...)
 	}
+	return all
 }
 
-// Register mounts the API on mux: "/api/" (behind RequireToken), "/healthz"
-// and "/metrics". Other handlers may share mux, but must not register
-// patterns under /api/, which would bypass the token check.
+// Register mounts the API on mux: "/api/" and "/mcp" (behind
+// RequireToken), "/healthz" and "/metrics". Other handlers may share mux,
+// but must not register patterns under /api/, which would bypass the token
+// check.
 func (s *Server) Register(mux *http.ServeMux) {
 	api := http.NewServeMux()
 	for _, rt := range s.apiRoutes() {
@@ -134,6 +162,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 	}
 	api.HandleFunc("/api/", s.noRoute)
 	mux.Handle("/api/", RequireToken(s.token, api))
+	if s.mcp != nil {
+		mux.Handle("/mcp", RequireToken(s.token, s.mcp))
+	}
 
 	handle(mux, route{"/healthz", []methodHandler{{"GET", s.healthz}}})
 	handle(mux, route{"/metrics", []methodHandler{{"GET", s.metricsHandler()}}})
@@ -161,15 +192,21 @@ func handle(mux *http.ServeMux, rt route) {
 
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	writeErrorStatus(w, http.StatusNotFound, hub.ENOTFOUND,
-		"no such endpoint: "+r.Method+" "+r.URL.Path+" (the API serves /api/devices, /api/calls and /api/events)")
+		"no such endpoint: "+r.Method+" "+r.URL.Path+" (the API serves /api/devices, /api/calls, /api/events, /api/activations and /api/agent)")
 }
 
 // fail writes err as an error response, logging internal errors with the
-// request they happened in.
+// request they happened in. The registry's "unknown" errors get the route
+// that lists the known ones.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, errTooLarge) {
+	switch {
+	case errors.Is(err, errTooLarge):
 		writeErrorStatus(w, http.StatusRequestEntityTooLarge, hub.EBADREQUEST, hub.ErrorMessage(err))
 		return
+	case errors.Is(err, registry.ErrUnknownDevice):
+		err = hint(err, "GET /api/devices lists the known ones")
+	case errors.Is(err, registry.ErrUnknownTool):
+		err = hint(err, "GET /api/devices/"+pathID(r)+"/tools lists its tools")
 	}
 	writeError(w, s.log.With("method", r.Method, "path", r.URL.Path), err)
 }

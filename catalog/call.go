@@ -1,9 +1,9 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,8 +32,14 @@ type Result struct {
 }
 
 func errResult(err error) Result {
-	code := hub.ErrorCode(err)
-	return Result{Text: code + ": " + hub.ErrorMessage(err), IsError: true, Code: code}
+	code, msg := hub.ErrorCode(err), hub.ErrorMessage(err)
+	switch {
+	case errors.Is(err, registry.ErrUnknownDevice):
+		msg += " (search_devices finds device ids)"
+	case errors.Is(err, registry.ErrUnknownTool):
+		msg += " (list the tools again: the device may have changed them)"
+	}
+	return Result{Text: code + ": " + msg, IsError: true, Code: code}
 }
 
 // Call runs the agent tool called name with JSON object arguments.
@@ -69,11 +75,7 @@ func (c *Catalog) run(ctx context.Context, t Tool, args json.RawMessage) Result 
 		r = c.callMCP(ctx, t, args)
 	case KindIoT:
 		thing, method, _ := strings.Cut(t.Target, ".")
-		params := bytes.TrimSpace(args)
-		if len(params) == 0 || string(params) == "null" {
-			params = json.RawMessage("{}")
-		}
-		r = c.sendIoT(ctx, t.DeviceID, []hub.IoTCommand{{Name: thing, Method: method, Parameters: params}})
+		r = c.sendIoT(ctx, t.DeviceID, []hub.IoTCommand{{Name: thing, Method: method, Parameters: args}})
 	case KindIoTState:
 		r = c.readState(t.DeviceID, t.Target)
 	}

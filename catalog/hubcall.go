@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/registry"
 )
 
 func (c *Catalog) callHub(ctx context.Context, name string, raw json.RawMessage) Result {
@@ -65,11 +66,6 @@ func (c *Catalog) callHub(ctx context.Context, name string, raw json.RawMessage)
 		if a.DeviceID == "" {
 			return errResult(hub.Errorf(hub.EINVALID, "device_id is required"))
 		}
-		for i := range a.Commands {
-			if len(bytes.TrimSpace(a.Commands[i].Parameters)) == 0 {
-				a.Commands[i].Parameters = json.RawMessage("{}")
-			}
-		}
 		r := c.sendIoT(ctx, a.DeviceID, a.Commands)
 		r.DeviceID = a.DeviceID
 		return r
@@ -80,9 +76,9 @@ func (c *Catalog) callHub(ctx context.Context, name string, raw json.RawMessage)
 // decodeArgs decodes a JSON object strictly, so that a misspelt argument
 // is reported rather than ignored.
 func decodeArgs(raw json.RawMessage, v any) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
+	raw, err := registry.Arguments(raw)
+	if err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -16,7 +16,7 @@
 //
 //	mcpSrv := mcpserver.New(reg, mcpserver.Options{Version: server.Version})
 //	defer mcpSrv.Close()
-//	mux.Handle("/mcp", api.RequireToken(token, mcpSrv))
+//	api.New(api.Options{Registry: reg, Token: token, MCP: mcpSrv}).Register(mux) // /mcp behind the token
 package mcpserver
 
 import (

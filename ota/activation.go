@@ -10,35 +10,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/session"
 )
 
-// Activation is a code waiting for a person, as the API lists it.
-type Activation struct {
-	Code     string `json:"code"`
-	DeviceID string `json:"deviceId"`
-	ClientID string `json:"clientId,omitempty"`
-	Board    string `json:"board,omitempty"`
-	Firmware string `json:"firmware,omitempty"`
-	Remote   string `json:"remoteAddr,omitempty"`
-	// ActivationVersion 2 devices send their eFuse serial number and an
-	// HMAC of the challenge; both are recorded, neither can be verified.
-	ActivationVersion int       `json:"activationVersion"`
-	SerialNumber      string    `json:"serialNumber,omitempty"`
-	HMAC              string    `json:"hmac,omitempty"`
-	Created           time.Time `json:"created"`
-	Expires           time.Time `json:"expires"`
-	LastCheck         time.Time `json:"lastCheck"`
-	LastPoll          time.Time `json:"lastPoll,omitzero"` // last /activate
-	// Rebind: the device id is bound to another Client-Id or serial
-	// (BoundClientID). Approving this code binds it to this one: do so
-	// only if the device was re-flashed and shows this code.
-	Rebind        bool   `json:"rebind,omitempty"`
-	BoundClientID string `json:"boundClientId,omitempty"`
-}
+// Activation is a code waiting for a person (hub.Activation).
+type Activation = hub.Activation
 
 // pending is one activation in progress.
 type pending struct {
@@ -217,7 +195,7 @@ func (s *Service) Approve(ctx context.Context, code string, patch hub.DevicePatc
 	s.mu.Unlock()
 	if p.Code == "" {
 		return Activation{}, Trust{}, hub.Errorf(hub.ENOTFOUND, "no device is waiting with code %q: codes expire after %v "+
-			"(the device then shows a new one); GET /api/activations lists the pending codes", code, s.opts.CodeTTL)
+			"(the device then shows a new one)", code, s.opts.CodeTTL)
 	}
 	if s.opts.Registry != nil {
 		if _, err := s.opts.Registry.Register(ctx, p.DeviceID, patch); err != nil {

@@ -23,6 +23,9 @@ import (
 // clients that send none) are bound at the device's next check or
 // connection.
 
+// maxClientID is the longest Client-Id the hub keeps (a UUID is 36).
+const maxClientID = 128
+
 type match int
 
 const (
@@ -105,6 +108,10 @@ func (s *Service) bind(ctx context.Context, deviceID, clientID, serial string) (
 // Client-Id is new) and is refused: GET /api/devices/{id}/events shows the
 // Client-Id it now presents.
 func (s *Service) Rebind(ctx context.Context, deviceID, clientID, serial string) (Trust, error) {
+	if len(clientID) > maxClientID {
+		return Trust{}, hub.Errorf(hub.EBADREQUEST, "clientId is longer than %d characters", maxClientID)
+	}
+	serial = cleanSerial(serial)
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	s.mu.RLock()

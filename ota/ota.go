@@ -8,14 +8,8 @@
 //	POST /xiaozhi/ota/activate                 the device polls: 202 pending, 200 approved
 //	GET  /xiaozhi/ota/firmware/{board}/{file}  firmware downloads (with Content-Length)
 //
-// and, behind the admin token,
-//
-//	GET    /api/activations                    codes waiting for a person
-//	POST   /api/activations/{code}/approve     approve one ({"name","room"} optional)
-//	GET    /api/devices/{id}/trust             what the hub decided and last heard
-//	DELETE /api/devices/{id}/token             revoke the device's tokens
-//	POST   /api/devices/{id}/token/revoke      the same
-//	POST   /api/devices/{id}/rebind            bind to a new Client-Id ({"clientId"} optional)
+// and, for people, the methods the admin API (package api) serves behind
+// the admin token: Pending, Approve, TrustOf, Admitted, Revoke and Rebind.
 //
 // The WebSocket tokens it issues are HMAC-SHA256 signatures, with a secret
 // kept in the data directory, over the Device-Id, the Client-Id and the
@@ -216,21 +210,16 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /xiaozhi/ota/firmware/{board}/{file}", s.serveFirmware)
 }
 
-// RegisterAPI mounts the admin routes on mux, each wrapped by protect (the
-// admin token check). The patterns are more specific than the API's own
-// "/api/", so ServeMux prefers them.
-func (s *Service) RegisterAPI(mux *http.ServeMux, protect func(http.Handler) http.Handler) {
-	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, protect(h)) }
-	handle("GET /api/activations", s.apiList)
-	handle("POST /api/activations/{code}/approve", s.apiApprove)
-	handle("GET /api/devices/{id}/trust", s.apiTrust)
-	handle("DELETE /api/devices/{id}/token", s.apiRevoke)
-	handle("POST /api/devices/{id}/token/revoke", s.apiRevoke)
-	handle("POST /api/devices/{id}/rebind", s.apiRebind)
-}
-
 // Policy returns the device-auth policy in force.
 func (s *Service) Policy() string { return s.opts.Policy }
+
+// Admitted reports whether the policy admits the device to the WebSocket
+// endpoint once it holds a token (see trustedLocked).
+func (s *Service) Admitted(deviceID string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.trustedLocked(deviceID)
+}
 
 // trusted reports whether the policy admits the device to the WebSocket
 // endpoint once it holds a token: always, except that PolicyActivation

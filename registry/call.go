@@ -1,8 +1,12 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,13 +14,27 @@ import (
 	"github.com/xiaozhi-hub/hub/iot"
 )
 
+// ErrUnknownDevice and ErrUnknownTool are wrapped by the ENOTFOUND errors
+// for a device id, or a tool name, the registry does not know. Their
+// messages say what is unknown; each boundary adds, in its own terms, where
+// the known ones are listed (the API its routes, the catalog its tools).
+var (
+	ErrUnknownDevice = errors.New("unknown device")
+	ErrUnknownTool   = errors.New("unknown tool")
+)
+
+// ErrTimeoutRange is wrapped by the EINVALID error for a call timeout that
+// is negative or above Options.MaxCallTimeout, so that a boundary can say
+// it in its own units (the API's timeoutMs).
+var ErrTimeoutRange = errors.New("call timeout out of range")
+
 // CallRequest asks a device to run one of its MCP tools.
 type CallRequest struct {
 	DeviceID  string
 	Tool      string
-	Arguments json.RawMessage // a JSON object; empty means {}
+	Arguments json.RawMessage // a JSON object; empty or null means {} (see Arguments)
 	// Timeout for the device's answer; 0 means the registry's default. It
-	// may not exceed the registry's maximum.
+	// may not be negative nor exceed MaxCallTimeout (ErrTimeoutRange).
 	Timeout time.Duration
 	// Caller names who asked (for the call history), e.g. "api", "agent".
 	Caller string
@@ -55,6 +73,10 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) (hub.CallResul
 }
 
 func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResult, error) {
+	args, err := Arguments(req.Arguments)
+	if err != nil {
+		return hub.CallResult{}, err
+	}
 	timeout, err := r.timeout(req.Timeout)
 	if err != nil {
 		return hub.CallResult{}, err
@@ -69,23 +91,48 @@ func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResul
 	link := e.link
 	r.mu.RUnlock()
 	if !known {
-		return hub.CallResult{}, hub.Errorf(hub.ENOTFOUND,
-			"device %q has no tool %q (GET /api/devices/%s/tools lists its tools)", req.DeviceID, req.Tool, req.DeviceID)
+		return hub.CallResult{}, &hub.Error{Code: hub.ENOTFOUND, Err: ErrUnknownTool,
+			Message: fmt.Sprintf("device %q has no tool %q", req.DeviceID, req.Tool)}
 	}
 	// The call's time includes checking its arguments.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := r.val.Validate(ctx, tool.InputSchema, req.Arguments); err != nil {
+	if err := r.val.Validate(ctx, tool.InputSchema, args); err != nil {
 		return hub.CallResult{}, err
 	}
 	if link == nil {
 		return hub.CallResult{}, offline(req.DeviceID)
 	}
-	args := req.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
 	return link.conn.CallTool(ctx, req.Tool, args)
+}
+
+// Arguments is the one rule for the arguments of a call, a tool's or an
+// IoT method's: a JSON object, where nothing or null means {}. It returns
+// them as the device gets them, or an EINVALID error naming what was sent
+// instead.
+func Arguments(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if raw[0] != '{' {
+		return nil, hub.Errorf(hub.EINVALID, "arguments must be a JSON object, not %s", jsonKind(raw))
+	}
+	return raw, nil
+}
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(v []byte) string {
+	switch v[0] {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
 }
 
 // SendIoTCommands validates commands against the device's IoT descriptors
@@ -134,13 +181,20 @@ func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTC
 	if link == nil {
 		return offline(deviceID)
 	}
+	// Validated: each command's parameters are an object, nothing or null.
+	cmds = slices.Clone(cmds)
+	for i := range cmds {
+		if cmds[i].Parameters, err = Arguments(cmds[i].Parameters); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.DefaultCallTimeout)
 	defer cancel()
 	return link.conn.SendIoT(ctx, cmds)
 }
 
 // finish numbers the record, writes it (the caller is answered once it is
-// stored, see recorder) and announces it; the event and GET /api/calls
+// stored, see recorder) and announces it; the event and the call history
 // carry the same id, and a client seeing the event finds the record.
 func (r *Registry) finish(ctx context.Context, rec hub.CallRecord) {
 	rec.ID = r.callID.Add(1)
@@ -152,13 +206,15 @@ func (r *Registry) timeout(d time.Duration) (time.Duration, error) {
 	switch {
 	case d == 0:
 		return r.opts.DefaultCallTimeout, nil
-	case d < 0:
-		return 0, hub.Errorf(hub.EINVALID, "timeout must be positive")
-	case d > r.opts.MaxCallTimeout:
-		return 0, hub.Errorf(hub.EINVALID, "timeout %v exceeds the maximum of %v", d, r.opts.MaxCallTimeout)
+	case d < 0 || d > r.opts.MaxCallTimeout:
+		return 0, &hub.Error{Code: hub.EINVALID, Err: ErrTimeoutRange,
+			Message: fmt.Sprintf("the call timeout must be positive and at most %v, not %v", r.opts.MaxCallTimeout, d)}
 	}
 	return d, nil
 }
+
+// MaxCallTimeout is the longest timeout a call may ask for.
+func (r *Registry) MaxCallTimeout() time.Duration { return r.opts.MaxCallTimeout }
 
 func offline(id string) error {
 	return hub.Errorf(hub.EOFFLINE, "device %q is offline: it connects only during a conversation, so wake it and try again", id)

@@ -447,7 +447,7 @@ func (r *Registry) publish(typ, deviceID string, data any) {
 }
 
 func notFound(id string) error {
-	return hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub (GET /api/devices lists the known ones)", id)
+	return &hub.Error{Code: hub.ENOTFOUND, Message: fmt.Sprintf("device %q is not known to the hub", id), Err: ErrUnknownDevice}
 }
 
 func validatePatch(p hub.DevicePatch) error {

@@ -88,16 +88,13 @@ func (v *Validator) Prepare(schema json.RawMessage) error {
 	return v.entry(schema).bound
 }
 
-// Validate checks args (a JSON object; empty means {}) against schema. A
+// Validate checks args, a JSON object (registry.Arguments turns nothing or
+// null into {} before), against schema. A
 // mismatch is a *hub.Error with code hub.EINVALID naming every problem.
 // A schema outside Check's bounds, or that cannot be compiled, is not the
 // caller's fault and is skipped: the device validates too. If ctx ends
 // while the schema is still being compiled, the error is ETIMEOUT.
 func (v *Validator) Validate(ctx context.Context, schema, args json.RawMessage) error {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return hub.Errorf(hub.EINVALID, "arguments are not valid JSON: %v", err)

@@ -49,7 +49,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: want EINVALID mentioning %q, got %v", name, c.want, err)
 		}
 	}
-	if err := v.Validate(ctx, json.RawMessage(`{"type":"object","properties":{}}`), nil); err != nil {
+	if err := v.Validate(ctx, json.RawMessage(`{"type":"object","properties":{}}`), json.RawMessage(`{}`)); err != nil {
 		t.Errorf("no arguments for a no-argument tool: %v", err)
 	}
 	// A schema the device got wrong is not the caller's fault.

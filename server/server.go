@@ -151,12 +151,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	return h, nil
 }
 
-// routes mounts every endpoint on one mux: devices (WebSocket, OTA),
-// people and programs (REST, SSE, agent, MCP; all behind the admin token),
-// the open /healthz and /metrics, and the dashboard page at / (which holds
-// no data: it asks for the token and uses the API).
+// routes mounts every endpoint on one mux: the device side (WebSocket, OTA)
+// and, through package api, everything for people and programs (REST, SSE,
+// agent, MCP; all behind the admin token; the open /healthz and /metrics),
+// and the dashboard page at / (which holds no data: it asks for the token
+// and uses the API).
 func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
-	auth := func(next http.Handler) http.Handler { return api.RequireToken(h.Token, next) }
 	mux := http.NewServeMux()
 	mux.Handle("GET /xiaozhi/v1/", h.devices)
 	trust.Register(mux)
@@ -168,11 +168,8 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 	api.New(api.Options{
 		Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready,
 		MaxStreams: h.cfg.SSEMaxStreams, StreamWriteTimeout: h.cfg.SSEWriteTimeout,
+		Trust: trust, Agent: h.agent, MCP: h.mcp,
 	}).Register(mux)
-	trust.RegisterAPI(mux, auth)
-	mux.Handle("POST /api/agent/chat", auth(agent.Handler(h.agent)))
-	mux.Handle("GET /api/agent/runs", auth(agent.RunsHandler(h.agent)))
-	mux.Handle("/mcp", auth(h.mcp))
 	mux.Handle("GET /{$}", dashboard.Handler())
 	return mux
 }

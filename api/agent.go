@@ -1,0 +1,97 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/xiaozhi-hub/hub/agent"
+)
+
+// Agent is the hub's built-in LLM agent (agent.Agent).
+type Agent interface {
+	// Ready is nil when a model is configured, else an EUNAVAILABLE error
+	// saying what to set.
+	Ready() error
+	// Run answers one message in a session, calling emit for each event
+	// as it happens. It fails only before the run starts.
+	Run(ctx context.Context, session, message string, emit func(agent.Event)) (agent.RunRecord, error)
+	// Runs returns up to limit recent runs, newest first.
+	Runs(limit int) []agent.RunRecord
+}
+
+func (s *Server) agentRoutes() []route {
+	if s.agent == nil {
+		return nil
+	}
+	return []route{
+		{agent.ChatPath, []methodHandler{{"POST", s.chat}}},
+		{"/api/agent/runs", []methodHandler{{"GET", s.listRuns}}},
+	}
+}
+
+var chatSpec = bodySpec{
+	kinds: fieldKinds{"message": "a string", "session": "a string", "stream": "a boolean"},
+	shape: `{"message":"打开客厅的灯","session":"…"}`,
+	limit: 64 << 10,
+}
+
+// chat serves POST /api/agent/chat, body agent.ChatRequest. The answer is
+// a stream of Server-Sent Events, one per agent.Event: "event: tool_call|
+// tool_result|text|done|error" and "data: <Event as JSON>"; the stream
+// ends after done. With "stream":false it is the run's record, as one JSON
+// object. Without a configured model it answers 503 saying what to set.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	if err := s.agent.Ready(); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req agent.ChatRequest
+	if err := decodeBody(w, r, &req, chatSpec, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Stream != nil && !*req.Stream {
+		rec, err := s.agent.Run(r.Context(), req.Session, req.Message, nil)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, rec)
+		return
+	}
+	// A client that stops reading ends the run.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var st *sseStream
+	emit := func(e agent.Event) {
+		if st == nil {
+			st = s.startSSE(w) // on the first event: errors before it are JSON
+		}
+		data, err := json.Marshal(e)
+		if err == nil {
+			err = st.event(e.Type, 0, data)
+		}
+		if err != nil {
+			s.log.Info("api: agent stream ended: write failed (client gone, or not reading)", "remote", r.RemoteAddr, "err", err)
+			cancel()
+		}
+	}
+	if _, err := s.agent.Run(ctx, req.Session, req.Message, emit); err != nil && st == nil {
+		s.fail(w, r, err)
+	}
+}
+
+// listRuns answers GET /api/agent/runs?limit=N (default 50):
+// {"runs":[…]}, newest first.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if limit == 0 {
+		limit = 50
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": s.agent.Runs(limit)})
+}
