@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -23,7 +22,7 @@ import (
 func (s *session) handleText(ctx context.Context, data []byte, now time.Time) error {
 	data = protocol.ValidText(data) // the one place device text enters
 	m, err := protocol.DecodeMessage(data)
-	s.srv.m.Message("in", typeName(websocket.MessageText, m.Type), len(data))
+	s.srv.m.Message("in", typeName(TextMessage, m.Type), len(data))
 	if err != nil {
 		if s.failReply(data) {
 			return nil
@@ -49,7 +48,7 @@ func (s *session) budget(now time.Time) error {
 	if s.textBucket.take(now) {
 		return nil
 	}
-	return s.refuse(websocket.StatusPolicyViolation, fmt.Sprintf("too many messages: the limit is %.0f per second", s.srv.opts.TextRate))
+	return s.refuse(fmt.Sprintf("too many messages: the limit is %.0f per second", s.srv.opts.TextRate))
 }
 
 // handleMCP hands a device's JSON-RPC message to the MCP client.

@@ -148,12 +148,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(s.opts.MaxMessageBytes)
-	sess := newSession(s, c, id, r.RemoteAddr)
+	s.Serve(newWSConn(c, id.ProtocolVersion), id, r.RemoteAddr)
+}
+
+// Serve runs the session of a connection from any transport whose device
+// has been identified and admitted: the handshake (hello) runs on the
+// caller's goroutine, then the connection is served on a goroutine owned
+// by the Server until it ends. Serve returns after the handshake; it
+// reports whether the connection is being served.
+func (s *Server) Serve(c Connection, id Identity, remote string) bool {
+	sess := newSession(s, c, id, remote)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		c.Close(websocket.StatusGoingAway, "hub shutting down")
-		return
+		c.Close(CloseGoingAway, "hub shutting down")
+		return false
 	}
 	s.sessions[sess] = struct{}{}
 	s.wg.Add(1)
@@ -170,12 +179,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// starts with a small stack, not one grown by the handshake.
 	if !sess.open(s.ctx) {
 		end()
-		return
+		return false
 	}
 	go func() {
 		defer end()
 		sess.serve()
 	}()
+	return true
 }
 
 // Close ends every session (their devices see the socket close) and waits
