@@ -53,6 +53,7 @@ type Registry struct {
 	callID atomic.Int64
 
 	onDelete []func(ctx context.Context, id string) error
+	bg       bgWrites // devices' background writes
 
 	mu       sync.RWMutex
 	devices  map[string]*entry
@@ -73,6 +74,7 @@ type entry struct {
 	failed string      // why discovery failed on the current connection
 	early  iot.Early   // IoT states that came before their thing's descriptor
 	budget eventBudget // the device's events (Link.Event)
+	writes writeQueue  // the device's store writes, in order (writes.go)
 }
 
 // New returns a Registry over store. Call Load before serving.
@@ -156,6 +158,7 @@ func (r *Registry) Close() {
 	for _, l := range links {
 		l.conn.Close("hub shutting down")
 	}
+	r.bg.wait()
 	r.rec.close()
 	r.bus.close()
 	r.val.Close()

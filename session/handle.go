@@ -172,12 +172,7 @@ func (s *session) discover(ctx context.Context, start time.Time, init bool) {
 			s.listMu.Unlock()
 			return
 		}
-		pctx, cancel := persisting(ctx)
-		err = s.link.SetServerInfo(pctx, info.Name, info.Version)
-		cancel()
-		if err != nil {
-			s.log.Error("could not store server info", "err", err)
-		}
+		s.link.SetServerInfo(info.Name, info.Version) // stored in the background
 	}
 	for {
 		s.listOnce(ctx, start)
@@ -244,17 +239,21 @@ func (s *session) listOnce(ctx context.Context, start time.Time) {
 	if err != nil {
 		return
 	}
+	pctx, pcancel := persisting(ctx)
+	defer pcancel()
+	var change hub.ToolChange
+	var serr error
 	if incomplete != nil {
-		// A cache that exists is kept; a device with none gets what could
-		// be read, and the error is recorded either way.
+		// Recorded either way; whether the partial list replaces a cache
+		// is the registry's rule.
 		s.listFailed(registry.DiscoveryFailure{Step: "tools/list", Attempt: 1, Err: incomplete}, start)
-		if cached, _, _ := s.srv.opts.Registry.Tools(s.id.DeviceID); len(cached) > 0 {
+		var applied bool
+		if change, applied, serr = s.link.SetPartialTools(pctx, tools); !applied {
 			return
 		}
+	} else {
+		change, serr = s.link.SetTools(pctx, tools)
 	}
-	pctx, pcancel := persisting(ctx)
-	change, serr := s.link.SetTools(pctx, tools)
-	pcancel()
 	if serr != nil {
 		s.log.Error("could not store tools", "err", serr)
 	}

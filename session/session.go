@@ -179,10 +179,9 @@ func (s *session) handshake(ctx context.Context) error {
 		s.srv.m.Handshake("write_failed")
 		return fmt.Errorf("send hello: %w", err)
 	}
-	if err := s.link.Save(ctx); err != nil {
-		// The device is served from memory; only persisting it failed.
-		s.log.Error("could not persist device", "err", err)
-	}
+	// The device is served from memory; its record is written in the
+	// background, so that discovery does not wait for a commit.
+	s.link.SaveLater()
 	s.srv.m.Handshake("ok")
 	if s.client != nil {
 		s.startListing(time.Now(), true)
