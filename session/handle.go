@@ -100,38 +100,12 @@ func (s *session) handleOther(ctx context.Context, m protocol.Message) {
 		}
 		s.badInput("bad_mcp", errors.New(`mcp message without a "payload" object`))
 	case protocol.TypeIoT:
-		s.handleIoT(ctx, m.Raw)
+		s.handleIoT(m.Raw)
 	case protocol.TypeHello:
 		// One hello per connection; a second one changes nothing (docs/protocol.md §3.3).
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "note": "repeated hello ignored"})
 	default: // listen, abort, goodbye and types the hub does not know
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
-	}
-}
-
-func (s *session) handleIoT(ctx context.Context, data []byte) {
-	msg, err := protocol.DecodeIoT(data)
-	if err != nil {
-		s.badInput("bad_iot", err)
-		return
-	}
-	ctx, cancel := persisting(ctx)
-	defer cancel()
-	if len(msg.Descriptors) > 0 {
-		if err := s.link.DescribeThings(ctx, msg.Descriptors); err != nil {
-			s.log.Error("could not store IoT descriptors", "err", err)
-		}
-		s.log.Info("iot descriptors", "things", len(msg.Descriptors))
-	}
-	if len(msg.States) > 0 {
-		states := make([]registry.ThingState, len(msg.States))
-		for i, st := range msg.States {
-			states[i] = registry.ThingState{Name: st.Name, State: st.State}
-		}
-		if err := s.link.ReportStates(ctx, states); err != nil {
-			s.log.Error("could not store IoT states", "err", err)
-		}
-		s.log.Info("iot states", "things", len(msg.States))
 	}
 }
 

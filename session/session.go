@@ -46,6 +46,7 @@ type session struct {
 	listMu      sync.Mutex // guards listing and relist
 	listing     bool       // a discovery goroutine is running
 	relist      bool       // list again when it finishes
+	iot         iotQueue   // IoT messages waiting to be stored (iot.go)
 	textBucket  bucket
 	audioBucket bucket
 	badFrames   int
