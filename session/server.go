@@ -75,9 +75,11 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	closed   bool
+	pinging  bool // keepalive runs (from the first session on)
 }
 
-// New returns the device endpoint. Call Close to end every session.
+// New returns the device endpoint. It starts nothing: the keepalive starts
+// with the first session. Call Close to end every session.
 func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -108,10 +110,7 @@ func New(opts Options) *Server {
 		opts.DownlinkAudio = protocol.DefaultDownlinkAudio
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: opts, log: opts.Logger, m: opts.Metrics, ctx: ctx, cancel: cancel, sessions: map[*session]struct{}{}}
-	s.wg.Add(1)
-	go s.keepalive()
-	return s
+	return &Server{opts: opts, log: opts.Logger, m: opts.Metrics, ctx: ctx, cancel: cancel, sessions: map[*session]struct{}{}}
 }
 
 // ServeHTTP upgrades a device's request and hands the connection to a
@@ -166,6 +165,11 @@ func (s *Server) Serve(c Connection, id Identity, remote string) bool {
 	}
 	s.sessions[sess] = struct{}{}
 	s.wg.Add(1)
+	if !s.pinging {
+		s.pinging = true
+		s.wg.Add(1)
+		go s.keepalive()
+	}
 	s.mu.Unlock()
 	end := func() {
 		s.mu.Lock()
