@@ -179,3 +179,67 @@ func TestSessionOverAnotherTransport(t *testing.T) {
 		t.Fatal("device not taken offline when its transport ended")
 	}
 }
+
+// slowThings is a store whose IoT writes wait until released (a slow disk).
+type slowThings struct {
+	*store.Store
+	release chan struct{}
+}
+
+func (s slowThings) SaveThing(ctx context.Context, id string, t hub.Thing) error {
+	<-s.release
+	return s.Store.SaveThing(ctx, id, t)
+}
+
+// IoT messages are stored off the device's read loop: while the store is
+// slow to commit a descriptor, what the device says next is still heard,
+// and the descriptor is stored once the store catches up.
+func TestIoTStorageDoesNotHoldTheReadLoop(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hub.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	release := make(chan struct{})
+	reg := registry.New(slowThings{st, release}, registry.Options{})
+	defer reg.Close()
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := session.New(session.Options{Registry: reg})
+	defer srv.Close()
+	rel := sync.OnceFunc(func() { close(release) })
+	defer rel() // before srv.Close, which waits for the IoT goroutine
+	heard, stop := reg.Subscribe(hub.EventDeviceMessage)
+	defer stop()
+
+	const id = "aa:00:00:00:00:43"
+	c := newPipeConn()
+	c.in <- session.Message{Kind: session.TextMessage, Text: []byte(`{"type":"hello","version":1,"transport":"udp"}`)}
+	if !srv.Serve(c, session.Identity{DeviceID: id}, "test") {
+		t.Fatal("Serve refused the connection")
+	}
+	<-c.out // the server hello
+	c.in <- session.Message{Kind: session.TextMessage, Text: []byte(`{"type":"iot","update":true,"descriptors":[{"name":"Lamp","description":"a lamp","properties":{"power":{"description":"on","type":"boolean"}},"methods":{}}]}`)}
+	c.in <- session.Message{Kind: session.TextMessage, Text: []byte(`{"type":"listen","state":"detect","text":"hi"}`)}
+	select {
+	case ev := <-heard:
+		if ev.DeviceID != id {
+			t.Fatalf("event of %s", ev.DeviceID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message after an IoT descriptor was not handled while the store was busy: the read loop waits for the store")
+	}
+	rel()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if things, _ := reg.Things(id); len(things) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the descriptor was not stored")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
