@@ -14,7 +14,7 @@ import (
 type writeQueue struct {
 	mu         sync.Mutex
 	ops        []func()
-	busy       bool // a drainer is running
+	busy       bool // a drainer or an inline write (see write) is running
 	devicePend bool // a device-row save is queued and not yet started
 }
 
@@ -45,6 +45,13 @@ func (l *Link) enqueue(op func()) {
 	}
 	q.busy = true
 	q.mu.Unlock()
+	l.startDrainer()
+}
+
+// startDrainer drains the device's queue (marked busy by the caller) on
+// a goroutine the Registry owns, or on this one once the registry closes.
+func (l *Link) startDrainer() {
+	q := &l.e.writes
 	b := &l.r.bg
 	b.mu.Lock()
 	if b.closed {
@@ -78,7 +85,25 @@ func (q *writeQueue) drain() {
 }
 
 // write runs op after the device's queued writes and returns its error.
+// When nothing is queued it runs on the caller's goroutine.
 func (l *Link) write(op func() error) error {
+	q := &l.e.writes
+	q.mu.Lock()
+	if !q.busy {
+		q.busy = true
+		q.mu.Unlock()
+		err := l.writeNow(op)
+		q.mu.Lock()
+		if len(q.ops) == 0 {
+			q.busy = false
+			q.mu.Unlock()
+			return err
+		}
+		q.mu.Unlock()
+		l.startDrainer() // writes queued meanwhile
+		return err
+	}
+	q.mu.Unlock()
 	done := make(chan error, 1)
 	l.enqueue(func() { done <- l.writeNow(op) })
 	return <-done
