@@ -88,8 +88,13 @@ type Server struct {
 	// hub that no outside agent uses never builds the catalog.
 	stale atomic.Bool
 
+	reg  *registry.Registry
 	stop func()
 	done chan struct{}
+	// runMu guards running (the event watcher runs) and closed.
+	runMu   sync.Mutex
+	running bool
+	closed  bool
 }
 
 const instructions = `This server controls the xiaozhi voice devices (smart speakers, lamps and other ESP32 gadgets) known to a xiaozhi-hub.
@@ -97,8 +102,10 @@ Find devices with search_devices (by room and kind of device, in any language, e
 Device tools check their arguments against the tool's schema; errors come back as tool results that say what to fix.
 Devices can be offline: calls to them then fail until they reconnect.`
 
-// New returns an MCP server over reg and starts following the registry's
-// events. Call Close when done.
+// New returns an MCP server over reg. It starts nothing: it follows the
+// registry's events from its first request on (before that, no MCP client
+// is there to be told of changes, and the first request syncs anyway).
+// Call Close when done.
 func New(reg *registry.Registry, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -139,15 +146,14 @@ func New(reg *registry.Registry, opts Options) *Server {
 		SessionTimeout:             opts.SessionTimeout,
 		DisableLocalhostProtection: opts.DisableLocalhostProtection,
 	})
-	events, stop := reg.Subscribe(catalog.ChangeEvents...) // before the first sync, so that no change is missed
-	s.stop = stop
+	s.reg = reg
 	s.stale.Store(true) // the first request syncs
-	go s.watch(events)
 	return s
 }
 
 // ServeHTTP serves MCP Streamable HTTP (POST, GET and DELETE on one path).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.start()
 	if s.stale.CompareAndSwap(true, false) {
 		s.sync()
 	}
@@ -192,12 +198,31 @@ func (s *Server) hasSessions() bool {
 
 // Close stops following the registry and closes every MCP session.
 func (s *Server) Close() {
-	s.stop()
-	<-s.done
+	s.runMu.Lock()
+	started := s.running
+	s.running, s.closed = false, true
+	s.runMu.Unlock()
+	if started {
+		s.stop()
+		<-s.done
+	}
 	s.cat.Close()
 	for ss := range s.mcp.Sessions() {
 		_ = ss.Close()
 	}
+}
+
+// start follows the registry's events, once, unless the server is closed.
+func (s *Server) start() {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.running || s.closed {
+		return
+	}
+	events, stop := s.reg.Subscribe(catalog.ChangeEvents...) // before the first sync, so that no change is missed
+	s.stop = stop
+	s.running = true
+	go s.watch(events)
 }
 
 // Catalog returns the catalog the server offers (for tests and tools).

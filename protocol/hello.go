@@ -77,5 +77,29 @@ func ServerHello(sessionID string, audio AudioParams) []byte {
 	return b
 }
 
+// UDPParams is the server hello's "udp" object for a device on MQTT+UDP
+// (docs/protocol.md): where to send audio and the AES-128-CTR key and
+// nonce, both as hex.
+type UDPParams struct {
+	Server string `json:"server"`
+	Port   int    `json:"port"`
+	Key    string `json:"key"`
+	Nonce  string `json:"nonce"`
+}
+
+// ServerHelloUDP builds the hello reply for a device whose audio travels
+// over UDP: transport "udp" and the "udp" object, which the firmware
+// requires (it ignores the hello without them).
+func ServerHelloUDP(sessionID string, audio AudioParams, udp UDPParams) []byte {
+	b, _ := json.Marshal(struct {
+		Type        string      `json:"type"`
+		Transport   string      `json:"transport"`
+		SessionID   string      `json:"session_id"`
+		AudioParams AudioParams `json:"audio_params"`
+		UDP         UDPParams   `json:"udp"`
+	}{TypeHello, "udp", sessionID, audio, udp})
+	return b
+}
+
 // DefaultDownlinkAudio is what the hub announces: the firmware's own default.
 var DefaultDownlinkAudio = AudioParams{Format: "opus", SampleRate: 24000, Channels: 1, FrameDuration: 60}

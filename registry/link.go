@@ -76,8 +76,15 @@ func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	return l
 }
 
-// Save persists the device's identity and connection metadata.
+// Save persists the device's identity and connection metadata, after the
+// device's writes queued before it.
 func (l *Link) Save(ctx context.Context) error { return l.saveDevice(ctx) }
+
+// SaveLater persists the device's identity and connection metadata in the
+// background (in order with its other writes; failures are logged), so
+// that nothing the device waits for waits on the store. Disconnect and
+// Registry.Close write whatever is still queued.
+func (l *Link) SaveLater() { l.saveLater() }
 
 // live reports whether l is still the device's current connection (a newer
 // connection, or a delete, makes an old link's reports moot).
@@ -90,10 +97,11 @@ func (l *Link) supersededLocked() bool {
 	return l.r.devices[l.id] != l.e || (l.e.link != nil && l.e.link != l)
 }
 
-// write runs one store write for the device, serialised with its other
+// writeNow runs one store write for the device, serialised with its other
 // writes, and not at all once the device has been deleted (so that a late
-// write cannot bring a deleted device back).
-func (l *Link) write(op func() error) error {
+// write cannot bring a deleted device back). Writes reach it through the
+// device's queue (writes.go), which keeps their order.
+func (l *Link) writeNow(op func() error) error {
 	l.e.saveMu.Lock()
 	defer l.e.saveMu.Unlock()
 	l.r.mu.RLock()
@@ -106,23 +114,28 @@ func (l *Link) write(op func() error) error {
 }
 
 func (l *Link) saveDevice(ctx context.Context) error {
-	return l.write(func() error {
-		l.r.mu.RLock()
-		d := l.e.dev // the newest state, taken under saveMu
-		l.r.mu.RUnlock()
-		if err := l.r.store.SaveDevice(ctx, d); err != nil {
-			return fmt.Errorf("save device %s: %w", l.id, err)
-		}
-		return nil
-	})
+	return l.write(func() error { return l.storeDevice(ctx) })
 }
 
-// SetServerInfo records the board and firmware from the initialize reply.
-func (l *Link) SetServerInfo(ctx context.Context, board, firmware string) error {
+// storeDevice writes the device row; call it through write or writeNow.
+func (l *Link) storeDevice(ctx context.Context) error {
+	l.r.mu.RLock()
+	d := l.e.dev // the newest state, taken under saveMu
+	l.r.mu.RUnlock()
+	if err := l.r.store.SaveDevice(ctx, d); err != nil {
+		return fmt.Errorf("save device %s: %w", l.id, err)
+	}
+	return nil
+}
+
+// SetServerInfo records the board and firmware from the initialize reply:
+// in memory at once, in the store in the background (SaveLater), so that
+// discovery goes on to tools/list without waiting for a commit.
+func (l *Link) SetServerInfo(board, firmware string) {
 	l.r.mu.Lock()
 	l.e.dev.Board, l.e.dev.Firmware = board, firmware
 	l.r.mu.Unlock()
-	return l.saveDevice(ctx)
+	l.saveLater()
 }
 
 // SetTools replaces the device's tool list with a complete one just fetched,
@@ -162,6 +175,22 @@ func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, 
 		Hash  string `json:"hash"`
 	}{change, len(tools), hash})
 	return change, nil
+}
+
+// SetPartialTools handles a tool list the device could not give in full
+// (a page failed after others were read; asking again gives the same
+// list). A cached list is kept: it is the better guess. A device with no
+// cache gets what could be read. It reports whether tools was applied.
+// The caller records the failure itself (ToolsFailed).
+func (l *Link) SetPartialTools(ctx context.Context, tools []hub.Tool) (change hub.ToolChange, applied bool, err error) {
+	l.r.mu.RLock()
+	cached := l.e.tools != nil && len(l.e.tools.tools) > 0
+	l.r.mu.RUnlock()
+	if cached {
+		return hub.ToolChange{}, false, nil
+	}
+	change, err = l.SetTools(ctx, tools)
+	return change, true, err
 }
 
 // DiscoveryFailure is one failed attempt at a discovery step.

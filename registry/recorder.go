@@ -56,8 +56,7 @@ const (
 
 func newRecorder(store Store, log *slog.Logger, m *metrics.Metrics) *recorder {
 	rc := &recorder{store: store, log: log, m: m, queue: make(chan record, recorderQueue), done: make(chan struct{})}
-	go rc.run()
-	return rc
+	return rc // Registry.Load starts rc.run
 }
 
 func (rc *recorder) run() {

@@ -47,12 +47,16 @@ type Registry struct {
 	val   *schema.Validator
 	bus   *broker
 	rec   *recorder
+	// startRec starts the recorder's goroutine, once: in Load, or in
+	// Close for a registry that was never loaded (so that it ends).
+	startRec func()
 	// hashes memoizes HashTools for SetTools.
 	hashes hashMemo
 	// callID is the id of the last call record given out (see finish).
 	callID atomic.Int64
 
 	onDelete []func(ctx context.Context, id string) error
+	bg       bgWrites // devices' background writes
 
 	mu       sync.RWMutex
 	devices  map[string]*entry
@@ -73,9 +77,11 @@ type entry struct {
 	failed string      // why discovery failed on the current connection
 	early  iot.Early   // IoT states that came before their thing's descriptor
 	budget eventBudget // the device's events (Link.Event)
+	writes writeQueue  // the device's store writes, in order (writes.go)
 }
 
-// New returns a Registry over store. Call Load before serving.
+// New returns a Registry over store. It starts nothing: Load starts
+// background persistence, so call Load before serving.
 func New(store Store, opts Options) *Registry {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -99,6 +105,7 @@ func New(store Store, opts Options) *Registry {
 		toolsets: map[string]*toolset{},
 	}
 	r.rec = newRecorder(store, opts.Logger, opts.Metrics)
+	r.startRec = sync.OnceFunc(func() { go r.rec.run() })
 	return r
 }
 
@@ -139,6 +146,7 @@ func (r *Registry) Load(ctx context.Context) error {
 		r.devices[s.Device.ID] = e
 	}
 	r.log.Info("registry loaded", "devices", len(snaps), "toolsets", len(r.toolsets))
+	r.startRec()
 	return nil
 }
 
@@ -156,6 +164,8 @@ func (r *Registry) Close() {
 	for _, l := range links {
 		l.conn.Close("hub shutting down")
 	}
+	r.bg.wait()
+	r.startRec()
 	r.rec.close()
 	r.bus.close()
 	r.val.Close()

@@ -28,6 +28,7 @@ type Validator struct {
 	entries map[[32]byte]*entry
 	pending []*entry
 	closed  bool
+	started bool          // the worker runs (from the first schema to compile)
 	wake    chan struct{} // has a value when pending may be non-empty
 	quit    chan struct{}
 	done    chan struct{}
@@ -53,7 +54,8 @@ const maxEntries = 4096
 // above it are refused with EINVALID instead of being checked for long.
 const MaxValidationWork = 1 << 17
 
-// New returns an empty Validator and starts its compiling worker.
+// New returns an empty Validator. Its compiling worker starts with the
+// first schema to compile, so New starts nothing.
 func New() *Validator {
 	v := &Validator{
 		entries: map[[32]byte]*entry{},
@@ -61,7 +63,6 @@ func New() *Validator {
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	go v.work()
 	return v
 }
 
@@ -69,8 +70,17 @@ func New() *Validator {
 // compile that had not run skip the hub's check.
 func (v *Validator) Close() {
 	v.once.Do(func() {
+		v.mu.Lock()
+		started := v.started
+		v.started = true // no worker from now on
+		if !started {
+			v.closed = true
+		}
+		v.mu.Unlock()
 		close(v.quit)
-		<-v.done
+		if started {
+			<-v.done
+		}
 	})
 }
 
@@ -182,6 +192,10 @@ func (v *Validator) entry(schema json.RawMessage) *entry {
 		return e
 	}
 	v.pending = append(v.pending, e)
+	if !v.started {
+		v.started = true
+		go v.work()
+	}
 	select {
 	case v.wake <- struct{}{}:
 	default:

@@ -83,11 +83,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		Logger: log.With("component", "registry"), Metrics: m,
 		DefaultCallTimeout: cfg.CallTimeout, MaxCallTimeout: cfg.MaxCallTimeout,
 	})
-	if err := reg.Load(ctx); err != nil {
-		st.Close()
-		lock.release()
-		return nil, err
-	}
 	if cfg.DeviceAuth != ota.PolicyOpen && len(cfg.DeviceTokens) == 0 {
 		// In-process devices (--demo) present this token; it exists only
 		// in this process, so they work under every policy.
@@ -100,6 +95,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		Logger: log.With("component", "ota"),
 	})
 	if err != nil {
+		st.Close() // the registry and OTA service start nothing until used
+		lock.release()
+		return nil, err
+	}
+	// Load starts the registry's background persistence: from here on,
+	// failures unwind through closeCore.
+	if err := reg.Load(ctx); err != nil {
 		reg.Close()
 		st.Close()
 		lock.release()

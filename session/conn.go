@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/registry"
@@ -38,6 +37,6 @@ func (s *session) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error {
 func (s *session) Close(reason string) {
 	s.closeReason.Store(&reason)
 	s.srv.goOwned(func() {
-		s.c.Close(websocket.StatusPolicyViolation, reason)
+		s.c.Close(ClosePolicy, reason)
 	})
 }

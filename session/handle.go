@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -23,7 +22,7 @@ import (
 func (s *session) handleText(ctx context.Context, data []byte, now time.Time) error {
 	data = protocol.ValidText(data) // the one place device text enters
 	m, err := protocol.DecodeMessage(data)
-	s.srv.m.Message("in", typeName(websocket.MessageText, m.Type), len(data))
+	s.srv.m.Message("in", typeName(TextMessage, m.Type), len(data))
 	if err != nil {
 		if s.failReply(data) {
 			return nil
@@ -49,7 +48,7 @@ func (s *session) budget(now time.Time) error {
 	if s.textBucket.take(now) {
 		return nil
 	}
-	return s.refuse(websocket.StatusPolicyViolation, fmt.Sprintf("too many messages: the limit is %.0f per second", s.srv.opts.TextRate))
+	return s.refuse(fmt.Sprintf("too many messages: the limit is %.0f per second", s.srv.opts.TextRate))
 }
 
 // handleMCP hands a device's JSON-RPC message to the MCP client.
@@ -101,38 +100,12 @@ func (s *session) handleOther(ctx context.Context, m protocol.Message) {
 		}
 		s.badInput("bad_mcp", errors.New(`mcp message without a "payload" object`))
 	case protocol.TypeIoT:
-		s.handleIoT(ctx, m.Raw)
+		s.handleIoT(m.Raw)
 	case protocol.TypeHello:
 		// One hello per connection; a second one changes nothing (docs/protocol.md §3.3).
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "note": "repeated hello ignored"})
 	default: // listen, abort, goodbye and types the hub does not know
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
-	}
-}
-
-func (s *session) handleIoT(ctx context.Context, data []byte) {
-	msg, err := protocol.DecodeIoT(data)
-	if err != nil {
-		s.badInput("bad_iot", err)
-		return
-	}
-	ctx, cancel := persisting(ctx)
-	defer cancel()
-	if len(msg.Descriptors) > 0 {
-		if err := s.link.DescribeThings(ctx, msg.Descriptors); err != nil {
-			s.log.Error("could not store IoT descriptors", "err", err)
-		}
-		s.log.Info("iot descriptors", "things", len(msg.Descriptors))
-	}
-	if len(msg.States) > 0 {
-		states := make([]registry.ThingState, len(msg.States))
-		for i, st := range msg.States {
-			states[i] = registry.ThingState{Name: st.Name, State: st.State}
-		}
-		if err := s.link.ReportStates(ctx, states); err != nil {
-			s.log.Error("could not store IoT states", "err", err)
-		}
-		s.log.Info("iot states", "things", len(msg.States))
 	}
 }
 
@@ -173,12 +146,7 @@ func (s *session) discover(ctx context.Context, start time.Time, init bool) {
 			s.listMu.Unlock()
 			return
 		}
-		pctx, cancel := persisting(ctx)
-		err = s.link.SetServerInfo(pctx, info.Name, info.Version)
-		cancel()
-		if err != nil {
-			s.log.Error("could not store server info", "err", err)
-		}
+		s.link.SetServerInfo(info.Name, info.Version) // stored in the background
 	}
 	for {
 		s.listOnce(ctx, start)
@@ -245,17 +213,21 @@ func (s *session) listOnce(ctx context.Context, start time.Time) {
 	if err != nil {
 		return
 	}
+	pctx, pcancel := persisting(ctx)
+	defer pcancel()
+	var change hub.ToolChange
+	var serr error
 	if incomplete != nil {
-		// A cache that exists is kept; a device with none gets what could
-		// be read, and the error is recorded either way.
+		// Recorded either way; whether the partial list replaces a cache
+		// is the registry's rule.
 		s.listFailed(registry.DiscoveryFailure{Step: "tools/list", Attempt: 1, Err: incomplete}, start)
-		if cached, _, _ := s.srv.opts.Registry.Tools(s.id.DeviceID); len(cached) > 0 {
+		var applied bool
+		if change, applied, serr = s.link.SetPartialTools(pctx, tools); !applied {
 			return
 		}
+	} else {
+		change, serr = s.link.SetTools(pctx, tools)
 	}
-	pctx, pcancel := persisting(ctx)
-	change, serr := s.link.SetTools(pctx, tools)
-	pcancel()
 	if serr != nil {
 		s.log.Error("could not store tools", "err", serr)
 	}

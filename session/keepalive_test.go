@@ -25,6 +25,9 @@ func TestKeepaliveDropsSilentDevices(t *testing.T) {
 	}
 	defer st.Close()
 	reg := registry.New(st, registry.Options{})
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
 	defer reg.Close()
 	srv := session.New(session.Options{Registry: reg, PingInterval: 50 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
 	defer srv.Close()

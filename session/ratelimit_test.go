@@ -28,6 +28,9 @@ func startHub(t *testing.T, opts session.Options) (*registry.Registry, string) {
 	}
 	t.Cleanup(func() { st.Close() })
 	reg := registry.New(st, registry.Options{})
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(reg.Close)
 	opts.Registry = reg
 	srv := session.New(opts)

@@ -75,9 +75,11 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	closed   bool
+	pinging  bool // keepalive runs (from the first session on)
 }
 
-// New returns the device endpoint. Call Close to end every session.
+// New returns the device endpoint. It starts nothing: the keepalive starts
+// with the first session. Call Close to end every session.
 func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -108,10 +110,7 @@ func New(opts Options) *Server {
 		opts.DownlinkAudio = protocol.DefaultDownlinkAudio
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: opts, log: opts.Logger, m: opts.Metrics, ctx: ctx, cancel: cancel, sessions: map[*session]struct{}{}}
-	s.wg.Add(1)
-	go s.keepalive()
-	return s
+	return &Server{opts: opts, log: opts.Logger, m: opts.Metrics, ctx: ctx, cancel: cancel, sessions: map[*session]struct{}{}}
 }
 
 // ServeHTTP upgrades a device's request and hands the connection to a
@@ -148,15 +147,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(s.opts.MaxMessageBytes)
-	sess := newSession(s, c, id, r.RemoteAddr)
+	s.Serve(newWSConn(c, id.ProtocolVersion), id, r.RemoteAddr)
+}
+
+// Serve runs the session of a connection from any transport whose device
+// has been identified and admitted: the handshake (hello) runs on the
+// caller's goroutine, then the connection is served on a goroutine owned
+// by the Server until it ends. Serve returns after the handshake; it
+// reports whether the connection is being served.
+func (s *Server) Serve(c Connection, id Identity, remote string) bool {
+	sess := newSession(s, c, id, remote)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		c.Close(websocket.StatusGoingAway, "hub shutting down")
-		return
+		c.Close(CloseGoingAway, "hub shutting down")
+		return false
 	}
 	s.sessions[sess] = struct{}{}
 	s.wg.Add(1)
+	if !s.pinging {
+		s.pinging = true
+		s.wg.Add(1)
+		go s.keepalive()
+	}
 	s.mu.Unlock()
 	end := func() {
 		s.mu.Lock()
@@ -170,12 +183,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// starts with a small stack, not one grown by the handshake.
 	if !sess.open(s.ctx) {
 		end()
-		return
+		return false
 	}
 	go func() {
 		defer end()
 		sess.serve()
 	}()
+	return true
 }
 
 // Close ends every session (their devices see the socket close) and waits

@@ -11,19 +11,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
-// session is one device connection. run owns it: the read loop runs there,
+// session is one device connection, whatever its transport (see
+// Connection). run owns it: the read loop runs there,
 // and every other goroutine of the session (discovery, closers) is owned by
 // the Server and ends with the connection.
 type session struct {
 	srv    *Server
-	c      *websocket.Conn
+	c      Connection
 	id     Identity
 	remote string
 	sid    string // the session_id we give the device
@@ -34,6 +34,7 @@ type session struct {
 
 	version int // binary framing, from the hello or the header
 	hello   protocol.ClientHello
+	neg     Negotiated
 	link    *registry.Link
 	client  *mcpclient.Client // nil for legacy IoT devices
 
@@ -45,12 +46,13 @@ type session struct {
 	listMu      sync.Mutex // guards listing and relist
 	listing     bool       // a discovery goroutine is running
 	relist      bool       // list again when it finishes
+	iot         iotQueue   // IoT messages waiting to be stored (iot.go)
 	textBucket  bucket
 	audioBucket bucket
 	badFrames   int
 }
 
-func newSession(s *Server, c *websocket.Conn, id Identity, remote string) *session {
+func newSession(s *Server, c Connection, id Identity, remote string) *session {
 	sess := &session{
 		srv: s, c: c, id: id, remote: remote, sid: newSessionID(),
 		log:         s.log.With("device", id.DeviceID),
@@ -98,7 +100,7 @@ func (s *session) serve() {
 
 func (s *session) connected() {
 	s.srv.m.Connected(1)
-	s.log.Info("device connected", "remote", s.remote, "mcp", s.hello.MCP, "protocolVersion", s.version, "session", s.sid)
+	s.log.Info("device connected", "remote", s.remote, "transport", s.neg.Transport, "mcp", s.hello.MCP, "protocolVersion", s.version, "session", s.sid)
 }
 
 // ended cleans up after the read loop returned err.
@@ -106,7 +108,7 @@ func (s *session) ended(err error) {
 	cancel := s.cancel
 	defer cancel()
 	defer s.c.CloseNow()
-	reason := describeEnd(err)
+	reason := endReason(err)
 	if r := s.closeReason.Load(); r != nil {
 		reason = *r
 	}
@@ -128,17 +130,17 @@ func (s *session) handshake(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, s.srv.opts.HelloTimeout)
 	defer cancel()
 	for {
-		typ, data, err := s.c.Read(hctx)
+		msg, err := s.c.Read(hctx)
 		if err != nil {
 			s.srv.m.Handshake("no_hello")
 			return fmt.Errorf("waiting for hello: %w", err)
 		}
 		s.touch()
-		s.srv.m.Message("in", typeName(typ, ""), len(data))
-		if typ != websocket.MessageText {
+		s.srv.m.Message("in", typeName(msg.Kind, ""), msg.Size)
+		if msg.Kind != TextMessage {
 			continue // audio before the hello: nothing to do with it yet
 		}
-		data = protocol.ValidText(data)
+		data := protocol.ValidText(msg.Text)
 		m, err := protocol.DecodeMessage(data)
 		if err != nil || m.Type != protocol.TypeHello {
 			s.srv.m.ProtocolError("before_hello")
@@ -147,19 +149,19 @@ func (s *session) handshake(ctx context.Context) error {
 		h, err := protocol.DecodeClientHello(data)
 		if err != nil {
 			s.srv.m.Handshake("bad_hello")
-			s.c.Close(websocket.StatusProtocolError, hub.Truncate([]byte(err.Error()), 120))
+			s.c.Close(CloseProtocol, hub.Truncate([]byte(err.Error()), 120))
 			return err
 		}
 		s.hello = h
 		break
 	}
-	s.version = s.id.ProtocolVersion
-	if v := s.hello.Version; v >= 1 && v <= 3 {
-		s.version = v
+	neg, err := s.c.Negotiate(s.hello)
+	if err != nil {
+		s.srv.m.Handshake("bad_hello")
+		s.c.Close(CloseProtocol, hub.Truncate([]byte(err.Error()), 120))
+		return fmt.Errorf("negotiate: %w", err)
 	}
-	if s.version == 0 {
-		s.version = 1
-	}
+	s.neg, s.version = neg, neg.ProtocolVersion
 	if s.hello.MCP {
 		s.client = mcpclient.New(s.sendMCP, mcpclient.Options{
 			Logger:         s.log,
@@ -174,14 +176,13 @@ func (s *session) handshake(ctx context.Context) error {
 		DeviceID: s.id.DeviceID, ClientID: s.id.ClientID, ProtocolVersion: s.version,
 		Features: s.hello.Features, MCP: s.hello.MCP,
 	}, s)
-	if err := s.write(ctx, protocol.ServerHello(s.sid, s.srv.opts.DownlinkAudio), "hello"); err != nil {
+	if err := s.write(ctx, s.serverHello(), "hello"); err != nil {
 		s.srv.m.Handshake("write_failed")
 		return fmt.Errorf("send hello: %w", err)
 	}
-	if err := s.link.Save(ctx); err != nil {
-		// The device is served from memory; only persisting it failed.
-		s.log.Error("could not persist device", "err", err)
-	}
+	// The device is served from memory; its record is written in the
+	// background, so that discovery does not wait for a commit.
+	s.link.SaveLater()
 	s.srv.m.Handshake("ok")
 	if s.client != nil {
 		s.startListing(time.Now(), true)
@@ -197,37 +198,37 @@ func (s *session) readLoop(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { s.c.CloseNow() })
 	defer stop()
 	for {
-		typ, data, err := s.c.Read(context.Background())
+		msg, err := s.c.Read(context.Background())
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
-				return fmt.Errorf("failed to get reader: %w", cerr)
+				return &EndError{Reason: "closed by the hub", Err: cerr}
 			}
 			return err
 		}
 		now := time.Now()
 		s.active.Store(now.UnixNano())
-		if typ == websocket.MessageBinary {
-			s.srv.m.Message("in", "audio", len(data))
+		if msg.Kind == AudioMessage {
+			s.srv.m.Message("in", "audio", msg.Size)
 			if !s.audioBucket.take(now) {
-				return s.refuse(websocket.StatusPolicyViolation, fmt.Sprintf("too many audio frames: the limit is %.0f per second", s.srv.opts.AudioRate))
+				return s.refuse(fmt.Sprintf("too many audio frames: the limit is %.0f per second", s.srv.opts.AudioRate))
 			}
-			if _, err := protocol.ParseAudioFrame(s.version, data); err != nil {
-				s.badInput("audio_frame", err)
+			if msg.Err != nil {
+				s.badInput("audio_frame", msg.Err)
 			}
 			continue // audio is counted and dropped for now
 		}
-		if err := s.handleText(ctx, data, now); err != nil {
+		if err := s.handleText(ctx, msg.Text, now); err != nil {
 			return err
 		}
 	}
 }
 
 // refuse closes the connection with a reason the peer can read.
-func (s *session) refuse(code websocket.StatusCode, reason string) error {
+func (s *session) refuse(reason string) error {
 	s.srv.m.ProtocolError("rate_limited")
 	s.closeReason.Store(&reason)
 	s.log.Warn("disconnecting device", "reason", reason)
-	s.c.Close(code, reason)
+	s.c.Close(ClosePolicy, reason)
 	return errors.New(reason)
 }
 
@@ -246,11 +247,16 @@ func (s *session) badInput(reason string, err error) {
 func (s *session) touch()                { s.active.Store(time.Now().UnixNano()) }
 func (s *session) lastActive() time.Time { return time.Unix(0, s.active.Load()) }
 
-// ping checks a silent connection and drops it if the device does not answer.
+// ping checks a silent connection and drops it if the device does not
+// answer. Transports with a keepalive of their own are not pinged.
 func (s *session) ping(ctx context.Context, timeout time.Duration) {
+	p, ok := s.c.(pinger)
+	if !ok {
+		return
+	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := s.c.Ping(pctx); err != nil {
+	if err := p.Ping(pctx); err != nil {
 		if ctx.Err() == nil {
 			reason := "no answer to ping"
 			s.closeReason.Store(&reason)
@@ -262,7 +268,7 @@ func (s *session) ping(ctx context.Context, timeout time.Duration) {
 }
 
 func (s *session) write(ctx context.Context, data []byte, typ string) error {
-	if err := s.c.Write(ctx, websocket.MessageText, data); err != nil {
+	if err := s.c.WriteText(ctx, data); err != nil {
 		return err
 	}
 	s.srv.m.Message("out", typ, len(data))
@@ -274,21 +280,25 @@ func (s *session) sendMCP(ctx context.Context, payload []byte) error {
 	return s.write(ctx, protocol.AppendEnvelope(msg, s.envelope, payload), "mcp")
 }
 
-func describeEnd(err error) string {
-	switch status := websocket.CloseStatus(err); {
-	case status == -1 && errors.Is(err, context.Canceled):
-		return "closed by the hub"
-	case status == -1:
-		return "connection dropped" // what the firmware does: TCP close, no Close frame (§3.5)
-	case status == websocket.StatusMessageTooBig:
-		return "frame larger than the hub accepts"
-	default:
-		return fmt.Sprintf("closed by the device (%d)", status)
+// serverHello is the hello reply for the negotiated transport.
+func (s *session) serverHello() []byte {
+	if s.neg.UDP != nil {
+		return protocol.ServerHelloUDP(s.sid, s.srv.opts.DownlinkAudio, *s.neg.UDP)
 	}
+	return protocol.ServerHello(s.sid, s.srv.opts.DownlinkAudio)
 }
 
-func typeName(t websocket.MessageType, typ string) string {
-	if t == websocket.MessageBinary {
+// endReason says in words why the read loop ended with err.
+func endReason(err error) string {
+	var ee *EndError
+	if errors.As(err, &ee) {
+		return ee.Reason
+	}
+	return "connection dropped"
+}
+
+func typeName(k MessageKind, typ string) string {
+	if k == AudioMessage {
 		return "audio"
 	}
 	switch typ {

@@ -1,0 +1,109 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/coder/websocket"
+	"github.com/xiaozhi-hub/hub/protocol"
+)
+
+// wsConn is the WebSocket adapter of Connection: text frames are JSON
+// messages, binary frames are Opus in the framing of the negotiated
+// protocol version (docs/protocol.md §3.4), which stays in here.
+//
+// Writes are serialised by a mutex rather than handed to a writer
+// goroutine with a queue: a goroutine and a queue per connection would
+// cost every idle device a stack and a buffer (idle memory is a target of
+// its own), and each message a hand-off between goroutines on the
+// discovery and call paths. A write is a single frame into a 1 KiB buffer
+// and a system call, bounded by its context; a slow device holds up only
+// writers to itself.
+type wsConn struct {
+	c       *websocket.Conn
+	version int // binary framing; the header's until Negotiate
+
+	wmu sync.Mutex // one frame at a time, whole
+}
+
+var (
+	_ Connection = (*wsConn)(nil)
+	_ pinger     = (*wsConn)(nil)
+)
+
+func newWSConn(c *websocket.Conn, headerVersion int) *wsConn {
+	return &wsConn{c: c, version: headerVersion}
+}
+
+func (w *wsConn) Read(ctx context.Context) (Message, error) {
+	typ, data, err := w.c.Read(ctx)
+	if err != nil {
+		return Message{}, &EndError{Reason: describeEnd(err), Err: err}
+	}
+	if typ == websocket.MessageText {
+		return Message{Kind: TextMessage, Text: data, Size: len(data)}, nil
+	}
+	m := Message{Kind: AudioMessage, Size: len(data)}
+	f, err := protocol.ParseAudioFrame(w.version, data)
+	if err != nil {
+		m.Err = err
+		return m, nil
+	}
+	m.Audio = AudioFrame{Data: f.Payload, Timestamp: f.Timestamp}
+	return m, nil
+}
+
+// Negotiate fixes the binary framing: the hello's version when it is one
+// the hub knows, else the Protocol-Version header's, else 1.
+func (w *wsConn) Negotiate(h protocol.ClientHello) (Negotiated, error) {
+	if v := h.Version; v >= 1 && v <= 3 {
+		w.version = v
+	}
+	if w.version == 0 {
+		w.version = 1
+	}
+	return Negotiated{Transport: "websocket", ProtocolVersion: w.version}, nil
+}
+
+func (w *wsConn) WriteText(ctx context.Context, data []byte) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.c.Write(ctx, websocket.MessageText, data)
+}
+
+func (w *wsConn) WriteAudio(ctx context.Context, f AudioFrame) error {
+	frame := protocol.AppendAudioFrame(nil, w.version, f.Timestamp, f.Data)
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.c.Write(ctx, websocket.MessageBinary, frame)
+}
+
+func (w *wsConn) Close(code CloseCode, reason string) {
+	status := websocket.StatusPolicyViolation
+	switch code {
+	case CloseProtocol:
+		status = websocket.StatusProtocolError
+	case CloseGoingAway:
+		status = websocket.StatusGoingAway
+	}
+	w.c.Close(status, reason)
+}
+
+func (w *wsConn) CloseNow() { w.c.CloseNow() }
+
+func (w *wsConn) Ping(ctx context.Context) error { return w.c.Ping(ctx) }
+
+func describeEnd(err error) string {
+	switch status := websocket.CloseStatus(err); {
+	case status == -1 && errors.Is(err, context.Canceled):
+		return "closed by the hub"
+	case status == -1:
+		return "connection dropped" // what the firmware does: TCP close, no Close frame (§3.5)
+	case status == websocket.StatusMessageTooBig:
+		return "frame larger than the hub accepts"
+	default:
+		return fmt.Sprintf("closed by the device (%d)", status)
+	}
+}
