@@ -11,6 +11,7 @@ import (
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/registry/registrytest"
 	"github.com/xiaozhi-hub/hub/store"
 )
 
@@ -37,7 +38,7 @@ func TestUnwrittenCallRecordsAreCounted(t *testing.T) {
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, instantConn{})
+	l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, registrytest.NewConn("d1"))
 	if _, err := l.SetTools(ctx, []hub.Tool{{Name: "t", InputSchema: []byte(`{"type":"object"}`)}}); err != nil {
 		t.Fatal(err)
 	}
