@@ -142,8 +142,8 @@ func (r *Registry) Load(ctx context.Context) error {
 	return nil
 }
 
-// Close stops background persistence after flushing what is queued, and
-// closes every live connection. It does not close the Store.
+// Close closes every live connection and ends event subscriptions. It does
+// not close the Store, whose Close flushes the records still queued.
 func (r *Registry) Close() {
 	r.mu.RLock()
 	var links []*Link
@@ -156,7 +156,6 @@ func (r *Registry) Close() {
 	for _, l := range links {
 		l.conn.Close("hub shutting down")
 	}
-	r.rec.close()
 	r.bus.close()
 	r.val.Close()
 }
