@@ -51,6 +51,8 @@ type Registry struct {
 	hashes hashMemo
 	// callID is the id of the last call record given out (see finish).
 	callID atomic.Int64
+	// gen counts the changes agents can see (generation.go).
+	gen generation
 
 	onDelete []func(ctx context.Context, id string) error
 
@@ -441,6 +443,7 @@ func (r *Registry) viewLocked(e *entry) hub.Device {
 
 func (r *Registry) publish(typ, deviceID string, data any) {
 	ev := hub.Event{Type: typ, DeviceID: deviceID, Time: r.opts.Now(), Data: data}
+	r.gen.note(ev)
 	r.bus.publish(ev)
 	r.rec.event(ev)
 }
