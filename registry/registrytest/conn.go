@@ -126,8 +126,8 @@ func (c *Conn) Closed() <-chan struct{} { return c.gone }
 func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage) (hub.CallResult, error) {
 	c.mu.Lock()
 	c.calls = append(c.calls, Call{Tool: name, Args: append(json.RawMessage(nil), args...)})
-	hold, a, scripted, handle := c.hold, c.answers[name], false, c.handle
-	_, scripted = c.answers[name]
+	hold, handle := c.hold, c.handle
+	a, scripted := c.answers[name]
 	c.mu.Unlock()
 	if err := c.wait(ctx, hold, 0); err != nil {
 		return hub.CallResult{}, err
