@@ -148,7 +148,7 @@ func TestCallRecords(t *testing.T) {
 	last := recs[0].ID
 	stop()
 	h.Restart(t)
-	d = h.Connect(t, "d1", mcpTool("self.a"))
+	h.Connect(t, "d1", mcpTool("self.a"))
 	if _, err := h.Reg.CallTool(ctx, registry.CallRequest{DeviceID: "d1", Tool: "self.a"}); err != nil {
 		t.Fatal(err)
 	}
