@@ -59,7 +59,7 @@ func TestAPIRequiresToken(t *testing.T) {
 	if d.status != http.StatusOK || strings.Contains(string(d.body), "pwned") {
 		t.Errorf("device changed by unauthenticated requests: %d %s", d.status, d.body)
 	}
-	if n := conn.calls.Load(); n != 0 {
+	if n := len(conn.Calls()); n != 0 {
 		t.Errorf("the device was called %d times by unauthenticated requests", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/registry/registrytest"
 )
 
 const callVolume = "/api/devices/dev-1/tools/self.audio_speaker.set_volume/call"
@@ -20,7 +21,7 @@ func TestCallOfflineDevice(t *testing.T) {
 	l.Disconnect(context.Background(), "conversation ended")
 
 	h.do("POST", callVolume, `{"arguments":{"volume":30}}`).wantError(t, http.StatusConflict, "device_offline", "dev-1", "offline")
-	if n := conn.calls.Load(); n != 0 {
+	if n := len(conn.Calls()); n != 0 {
 		t.Errorf("the offline device's old connection was called %d times", n)
 	}
 	// The cached tools are still listed while the device is away.
@@ -60,7 +61,7 @@ func TestCallValidatesArgumentsBeforeTheDevice(t *testing.T) {
 			h.do("POST", callVolume, c.body).wantError(t, c.status, c.code, c.mentions...)
 		})
 	}
-	if n := conn.calls.Load(); n != 0 {
+	if n := len(conn.Calls()); n != 0 {
 		t.Fatalf("the device was called %d times with invalid requests", n)
 	}
 
@@ -79,7 +80,7 @@ func TestCallValidatesArgumentsBeforeTheDevice(t *testing.T) {
 	if res.IsError == nil || *res.IsError || len(res.Content) != 1 || res.Content[0].Text != `{"volume":50}` {
 		t.Errorf("call answered %s", r.body)
 	}
-	if n := conn.calls.Load(); n != 1 {
+	if n := len(conn.Calls()); n != 1 {
 		t.Errorf("device called %d times, want 1", n)
 	}
 }
@@ -90,11 +91,11 @@ func TestCallDeviceFailures(t *testing.T) {
 		return hub.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}
 	}
 	_, conn := h.connect("dev-1", tool("fails"), tool("hangs"), tool("drops"), tool("tool_error"), tool("breaks"))
-	conn.answers["fails"] = answer{err: hub.Errorf(hub.EDEVICE, "the device answered: Missing valid argument: volume")}
-	conn.answers["hangs"] = answer{err: hub.Errorf(hub.ETIMEOUT, "the device did not answer within 5s")}
-	conn.answers["drops"] = answer{err: hub.Errorf(hub.EGONE, "the device disconnected during the call")}
-	conn.answers["breaks"] = answer{err: errString("write tcp 10.0.0.7:443: broken pipe")}
-	conn.answers["tool_error"] = answer{res: hub.CallResult{Content: json.RawMessage(`[{"type":"text","text":"camera busy"}]`), IsError: true}}
+	conn.Answer("fails", registrytest.Answer{Err: hub.Errorf(hub.EDEVICE, "the device answered: Missing valid argument: volume")})
+	conn.Answer("hangs", registrytest.Answer{Err: hub.Errorf(hub.ETIMEOUT, "the device did not answer within 5s")})
+	conn.Answer("drops", registrytest.Answer{Err: hub.Errorf(hub.EGONE, "the device disconnected during the call")})
+	conn.Answer("breaks", registrytest.Answer{Err: errString("write tcp 10.0.0.7:443: broken pipe")})
+	conn.Answer("tool_error", registrytest.Answer{Result: hub.CallResult{Content: json.RawMessage(`[{"type":"text","text":"camera busy"}]`), IsError: true}})
 
 	call := func(tool string) response {
 		return h.do("POST", "/api/devices/dev-1/tools/"+tool+"/call", "")

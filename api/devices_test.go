@@ -179,7 +179,7 @@ func TestDeleteDevice(t *testing.T) {
 	if r.status != http.StatusNoContent || len(r.body) != 0 {
 		t.Fatalf("DELETE: status %d body %q, want 204 and no body", r.status, r.body)
 	}
-	if conn.closed.Load() != 1 {
+	if len(conn.Closes()) != 1 {
 		t.Errorf("the deleted device's connection was not closed")
 	}
 	h.do("GET", "/api/devices/dev-1", "").wantError(t, http.StatusNotFound, "not_found", "dev-1")
@@ -268,9 +268,7 @@ func TestIoT(t *testing.T) {
 	if sent.Sent != 1 || !strings.Contains(sent.Note, "/api/devices/legacy-1/iot") {
 		t.Errorf("commands answered %s", r.body)
 	}
-	conn.mu.Lock()
-	got := conn.iot
-	conn.mu.Unlock()
+	got := conn.IoT()
 	if len(got) != 1 || got[0][0].Method != "SetBrightness" {
 		t.Errorf("device received %+v", got)
 	}

@@ -9,8 +9,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -19,6 +17,7 @@ import (
 	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/registry/registrytest"
 	"github.com/xiaozhi-hub/hub/store"
 )
 
@@ -158,58 +157,13 @@ func (h *testHub) doAuth(method, path, body, authorization string) response {
 	return response{status: resp.StatusCode, header: resp.Header, body: bytes.TrimSpace(b)}
 }
 
-// fakeConn is the device end of a connection, as the registry sees it: the
-// edge of this package's tests. Calls to tools named in answers return that
-// answer (a result or an error); other tools echo their arguments.
-type fakeConn struct {
-	mu      sync.Mutex
-	answers map[string]answer
-	iot     [][]hub.IoTCommand
-	calls   atomic.Int32
-	closed  atomic.Int32
-}
-
-type answer struct {
-	res hub.CallResult
-	err error
-}
-
-func (c *fakeConn) CallTool(ctx context.Context, name string, args json.RawMessage) (hub.CallResult, error) {
-	c.calls.Add(1)
-	c.mu.Lock()
-	a, ok := c.answers[name]
-	c.mu.Unlock()
-	if ok {
-		return a.res, a.err
-	}
-	text, _ := json.Marshal(string(args))
-	return hub.CallResult{Content: json.RawMessage(`[{"type":"text","text":` + string(text) + `}]`)}, nil
-}
-
-func (c *fakeConn) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.iot = append(c.iot, cmds)
-	return nil
-}
-
-func (c *fakeConn) Close(reason string) { c.closed.Add(1) }
-
 // connect registers an online device with the given tools.
-func (h *testHub) connect(id string, tools ...hub.Tool) (*registry.Link, *fakeConn) {
+// The device's end is the registry's shared fake connection: tools with a
+// scripted answer give it, other tools echo their arguments.
+func (h *testHub) connect(id string, tools ...hub.Tool) (*registry.Link, *registrytest.Conn) {
 	h.t.Helper()
-	ctx := context.Background()
-	c := &fakeConn{answers: map[string]answer{}}
-	l := h.reg.Connect(registry.ConnectInfo{DeviceID: id, ClientID: "client-" + id, ProtocolVersion: 1, MCP: true}, c)
-	if err := l.Save(ctx); err != nil {
-		h.t.Fatalf("connect %s: %v", id, err)
-	}
-	if tools != nil {
-		if _, err := l.SetTools(ctx, tools); err != nil {
-			h.t.Fatalf("set tools of %s: %v", id, err)
-		}
-	}
-	return l, c
+	d := registrytest.Connect(h.t, h.reg, registry.ConnectInfo{DeviceID: id, ClientID: "client-" + id, ProtocolVersion: 1, MCP: true}, tools...)
+	return d.Link, d.Conn
 }
 
 // volumeTool has a schema the hub validates arguments against.

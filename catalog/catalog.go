@@ -94,20 +94,17 @@ func (o Options) withDefaults() Options {
 }
 
 // Catalog is the registry's devices as agent tools. It keeps a cache keyed
-// by each device's content. The cache is refreshed when the registry has
-// reported a change since the last use (the catalog drains a registry event
-// subscription whenever it is used), so it needs no goroutine. It is safe
-// for concurrent use.
+// by each device's content. The cache is refreshed on use when the
+// registry's generation (Registry.Generation) has changed since the last
+// refresh, so it needs no goroutine. It is safe for concurrent use.
 type Catalog struct {
 	reg   *registry.Registry
 	opts  Options
 	index *search.Index
 
-	events <-chan hub.Event
-	stop   func()
-
 	mu      sync.Mutex
-	dirty   bool
+	built   bool         // the cache has been built once
+	gen     uint64       // the registry's generation the cache was built at
 	devices []hub.Device // as of the last refresh; shared, read-only
 	devs    map[string]*deviceTools
 	keys    map[string]string // device key → device id
@@ -122,42 +119,15 @@ type deviceTools struct {
 	byName map[string]int
 }
 
-// ChangeEvents are the registry events that can change a catalog. Calls
-// and device chatter cannot, and subscribing to them would overflow the
-// subscription under call load and force needless full refreshes.
-var ChangeEvents = []string{hub.EventOnline, hub.EventOffline, hub.EventToolsChanged,
-	hub.EventIoTChanged, hub.EventDeviceUpdated, hub.EventDeviceDeleted}
-
-// New returns a catalog over reg. Close releases its event subscription.
+// New returns a catalog over reg.
 func New(reg *registry.Registry, opts Options) *Catalog {
-	events, stop := reg.Subscribe(ChangeEvents...)
-	return &Catalog{reg: reg, opts: opts.withDefaults(), index: search.NewIndex(), events: events, stop: stop,
-		dirty: true, devs: map[string]*deviceTools{}, keys: map[string]string{}}
+	return &Catalog{reg: reg, opts: opts.withDefaults(), index: search.NewIndex(),
+		devs: map[string]*deviceTools{}, keys: map[string]string{}}
 }
 
-// Close ends the catalog's registry subscription; the catalog then
-// refreshes from the registry on every use.
-func (c *Catalog) Close() { c.stop() }
-
-// changedLocked drains the registry events received since the last refresh
-// and reports whether any of them can change what the catalog shows.
-func (c *Catalog) changedLocked() bool {
-	for {
-		select {
-		case ev, ok := <-c.events:
-			if !ok {
-				return true // unsubscribed or registry closed: no news, so always look
-			}
-			switch ev.Type {
-			case hub.EventCallFinished, hub.EventDeviceMessage, hub.EventProtocolError, hub.EventToolsError:
-			default:
-				c.dirty = true
-			}
-		default:
-			return c.dirty
-		}
-	}
-}
+// Close releases nothing: the catalog holds no subscription or goroutine.
+// It is kept for the packages that own a catalog and close what they own.
+func (c *Catalog) Close() {}
 
 // Options returns the catalog's options with defaults filled in.
 func (c *Catalog) Options() Options { return c.opts }
@@ -168,10 +138,11 @@ func (c *Catalog) Options() Options { return c.opts }
 func (c *Catalog) refresh() []hub.Device {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.changedLocked() {
+	gen := c.reg.Generation() // before reading: a change after it is seen next time
+	if c.built && gen == c.gen {
 		return c.devices
 	}
-	c.dirty = false
+	c.built, c.gen = true, gen
 	devs := c.reg.Devices()
 	c.devices = devs
 	seen := make(map[string]bool, len(devs))

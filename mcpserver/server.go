@@ -83,19 +83,24 @@ type Server struct {
 	opening int // initialize requests being served; guarded by openMu
 	mu      sync.Mutex
 	exposed map[string]string // tool name → fingerprint of what was added
-	// stale is set when devices changed while no MCP session was open: the
-	// tools are then brought up to date by the next request instead, so a
-	// hub that no outside agent uses never builds the catalog.
-	stale atomic.Bool
+	// synced is the registry's tools generation the exposed tools were
+	// computed at (noSync before the first sync). While no MCP session is
+	// open, the tools are brought up to date by the next request instead,
+	// so a hub that no outside agent uses never builds the catalog.
+	reg    *registry.Registry
+	synced atomic.Uint64
 
-	reg  *registry.Registry
-	stop func()
-	done chan struct{}
-	// runMu guards running (the event watcher runs) and closed.
+	quit chan struct{} // closed by Close
+	done chan struct{} // closed when the watcher has returned
+	// runMu guards running (the watcher was started: by the first request,
+	// so that New starts nothing) and closed.
 	runMu   sync.Mutex
 	running bool
 	closed  bool
 }
+
+// noSync is synced before the first sync (no generation reaches it).
+const noSync = ^uint64(0)
 
 const instructions = `This server controls the xiaozhi voice devices (smart speakers, lamps and other ESP32 gadgets) known to a xiaozhi-hub.
 Find devices with search_devices (by room and kind of device, in any language, e.g. "客厅 灯"), inspect one with get_device, then call its tools.
@@ -133,6 +138,8 @@ func New(reg *registry.Registry, opts Options) *Server {
 			MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp",
 		}),
 		exposed: map[string]string{},
+		reg:     reg,
+		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "xiaozhi-hub", Title: "xiaozhi-hub devices", Version: opts.Version},
@@ -146,17 +153,14 @@ func New(reg *registry.Registry, opts Options) *Server {
 		SessionTimeout:             opts.SessionTimeout,
 		DisableLocalhostProtection: opts.DisableLocalhostProtection,
 	})
-	s.reg = reg
-	s.stale.Store(true) // the first request syncs
+	s.synced.Store(noSync) // the first request syncs
 	return s
 }
 
 // ServeHTTP serves MCP Streamable HTTP (POST, GET and DELETE on one path).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.start()
-	if s.stale.CompareAndSwap(true, false) {
-		s.sync()
-	}
+	s.syncIfStale()
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 		// A new session (initialize). Sessions being opened count too, so
 		// that concurrent requests cannot overtake the cap.
@@ -199,11 +203,14 @@ func (s *Server) hasSessions() bool {
 // Close stops following the registry and closes every MCP session.
 func (s *Server) Close() {
 	s.runMu.Lock()
-	started := s.running
+	started, closed := s.running, s.closed
 	s.running, s.closed = false, true
 	s.runMu.Unlock()
+	if closed {
+		return
+	}
+	close(s.quit)
 	if started {
-		s.stop()
 		<-s.done
 	}
 	s.cat.Close()
@@ -212,69 +219,67 @@ func (s *Server) Close() {
 	}
 }
 
-// start follows the registry's events, once, unless the server is closed.
+// start starts the watcher, once, unless the server is closed.
 func (s *Server) start() {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	if s.running || s.closed {
 		return
 	}
-	events, stop := s.reg.Subscribe(catalog.ChangeEvents...) // before the first sync, so that no change is missed
-	s.stop = stop
 	s.running = true
-	go s.watch(events)
+	go s.watch()
 }
 
 // Catalog returns the catalog the server offers (for tests and tools).
 func (s *Server) Catalog() *catalog.Catalog { return s.cat }
 
-// watch recomputes the tool list after registry changes, gathering bursts
-// of events (a device connecting reports online, then its tools) into one
-// update.
-func (s *Server) watch(events <-chan hub.Event) {
+// watch recomputes the tool list after registry changes, for the open
+// sessions, gathering bursts (a device connecting reports online, then its
+// tools) into one update: it waits Debounce after the first change.
+func (s *Server) watch() {
 	defer close(s.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	seen := s.reg.ToolsGeneration()
 	for {
 		select {
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			if relevant(ev) {
-				timer.Reset(s.opts.Debounce)
-			}
+		case <-s.quit:
+			return
+		case <-s.reg.ToolsChanged(seen):
+		}
+		timer.Reset(s.opts.Debounce)
+		select {
+		case <-s.quit:
+			return
 		case <-timer.C:
-			if s.hasSessions() {
-				s.sync() // the SDK tells the sessions the list changed
-			} else {
-				s.stale.Store(true)
-			}
+		}
+		seen = s.reg.ToolsGeneration()
+		if s.hasSessions() {
+			s.syncIfStale() // the SDK tells the sessions the list changed
 		}
 	}
 }
 
-func relevant(ev hub.Event) bool {
-	switch ev.Type {
-	case hub.EventOnline, hub.EventOffline, hub.EventToolsChanged, hub.EventDeviceDeleted, hub.EventDeviceUpdated, "events_dropped":
-		return true
-	case hub.EventIoTChanged:
-		m, _ := ev.Data.(map[string]any)
-		return m["descriptor"] == true // a state report changes no tool
+// syncIfStale syncs when the registry's tools may have changed since the
+// last sync.
+func (s *Server) syncIfStale() {
+	if gen := s.reg.ToolsGeneration(); s.synced.Load() != gen {
+		s.sync(gen)
 	}
-	return false
 }
 
-// sync makes the server's tools equal to the catalog's. The SDK sends
+// sync makes the server's tools equal to the catalog's, as of the
+// registry's tools generation gen (loaded before). The SDK sends
 // notifications/tools/list_changed to every session after changes.
-func (s *Server) sync() {
+func (s *Server) sync(gen uint64) {
+	s.mu.Lock() // so that an older list is never applied after a newer one
+	defer s.mu.Unlock()
+	defer s.synced.Store(gen)
 	want := map[string]catalog.Tool{}
 	for _, t := range s.cat.Tools() {
 		want[t.Name] = t
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var gone []string
 	for name := range s.exposed {
 		if _, ok := want[name]; !ok {

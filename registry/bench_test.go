@@ -9,17 +9,9 @@ import (
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/registry/registrytest"
 	"github.com/xiaozhi-hub/hub/store"
 )
-
-// instantConn is a device that answers every call at once.
-type instantConn struct{}
-
-func (instantConn) CallTool(ctx context.Context, name string, args json.RawMessage) (hub.CallResult, error) {
-	return hub.CallResult{Content: json.RawMessage(`[{"type":"text","text":"ok"}]`)}, nil
-}
-func (instantConn) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error { return nil }
-func (instantConn) Close(reason string)                                      {}
 
 // BenchmarkCallTool measures the registry's call path, including the call
 // record, against a device that answers at once, over SQLite in a temp dir:
@@ -40,7 +32,9 @@ func BenchmarkCallTool(b *testing.B) {
 			if err := reg.Load(ctx); err != nil {
 				b.Fatal(err)
 			}
-			l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, instantConn{})
+			c := registrytest.NewConn("d1") // answers at once
+			c.Answer("t", registrytest.Answer{Result: registrytest.Text("ok")})
+			l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, c)
 			if _, err := l.SetTools(ctx, []hub.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}}); err != nil {
 				b.Fatal(err)
 			}

@@ -11,14 +11,19 @@ import (
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/registry/registrytest"
 	"github.com/xiaozhi-hub/hub/store"
 )
 
 // fullStore is a store whose call records cannot be written (a full disk).
 type fullStore struct{ *store.Store }
 
-func (fullStore) AddCalls(context.Context, []hub.CallRecord) error {
-	return errors.New("database or disk is full")
+func (s fullStore) Log(calls []hub.CallRecord, events []hub.Event, done func(error)) error {
+	if len(calls) == 0 {
+		return s.Store.Log(calls, events, done)
+	}
+	done(errors.New("database or disk is full")) // as the writer would
+	return nil
 }
 
 // TestUnwrittenCallRecordsAreCounted: a call whose record the store fails
@@ -37,7 +42,7 @@ func TestUnwrittenCallRecordsAreCounted(t *testing.T) {
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, instantConn{})
+	l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, registrytest.NewConn("d1"))
 	if _, err := l.SetTools(ctx, []hub.Tool{{Name: "t", InputSchema: []byte(`{"type":"object"}`)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -47,13 +47,12 @@ type Registry struct {
 	val   *schema.Validator
 	bus   *broker
 	rec   *recorder
-	// startRec starts the recorder's goroutine, once: in Load, or in
-	// Close for a registry that was never loaded (so that it ends).
-	startRec func()
 	// hashes memoizes HashTools for SetTools.
 	hashes hashMemo
 	// callID is the id of the last call record given out (see finish).
 	callID atomic.Int64
+	// gen counts the changes agents can see (generation.go).
+	gen generation
 
 	onDelete []func(ctx context.Context, id string) error
 	bg       bgWrites // devices' background writes
@@ -105,7 +104,6 @@ func New(store Store, opts Options) *Registry {
 		toolsets: map[string]*toolset{},
 	}
 	r.rec = newRecorder(store, opts.Logger, opts.Metrics)
-	r.startRec = sync.OnceFunc(func() { go r.rec.run() })
 	return r
 }
 
@@ -146,12 +144,11 @@ func (r *Registry) Load(ctx context.Context) error {
 		r.devices[s.Device.ID] = e
 	}
 	r.log.Info("registry loaded", "devices", len(snaps), "toolsets", len(r.toolsets))
-	r.startRec()
 	return nil
 }
 
-// Close stops background persistence after flushing what is queued, and
-// closes every live connection. It does not close the Store.
+// Close closes every live connection and ends event subscriptions. It does
+// not close the Store, whose Close flushes the records still queued.
 func (r *Registry) Close() {
 	r.mu.RLock()
 	var links []*Link
@@ -165,8 +162,6 @@ func (r *Registry) Close() {
 		l.conn.Close("hub shutting down")
 	}
 	r.bg.wait()
-	r.startRec()
-	r.rec.close()
 	r.bus.close()
 	r.val.Close()
 }
@@ -452,6 +447,7 @@ func (r *Registry) viewLocked(e *entry) hub.Device {
 
 func (r *Registry) publish(typ, deviceID string, data any) {
 	ev := hub.Event{Type: typ, DeviceID: deviceID, Time: r.opts.Now(), Data: data}
+	r.gen.note(ev)
 	r.bus.publish(ev)
 	r.rec.event(ev)
 }

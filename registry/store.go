@@ -30,20 +30,21 @@ type Store interface {
 	// SaveThing inserts or replaces one thing (descriptor and state) by name.
 	SaveThing(ctx context.Context, deviceID string, t hub.Thing) error
 
-	// AddCalls appends call records in order, in one transaction, keeping
-	// at most the newest N records (N set when the store is opened).
-	AddCalls(ctx context.Context, cs []hub.CallRecord) error
+	// Log queues call records and events for the bounded logs (at most the
+	// newest N records are kept, N set when the store is opened), in order,
+	// without waiting for the write. done, if not nil, receives the write's
+	// outcome once it is committed or has failed; it must return quickly.
+	// An error means nothing was queued (the queue is full, the store is
+	// closed) and done will not be called.
+	Log(calls []hub.CallRecord, events []hub.Event, done func(error)) error
 	// LastCallID returns the largest call id ever stored (0 for none). The
 	// registry numbers call records on from it, so that a record has its id
-	// as soon as the call ends (in its call_finished event) and AddCalls
+	// as soon as the call ends (in its call_finished event) and Log
 	// stores it under that id.
 	LastCallID(ctx context.Context) (int64, error)
 	// Calls returns records newest first.
 	Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error)
 
-	// AddEvents appends events in order, in one transaction, to the bounded
-	// durable event log.
-	AddEvents(ctx context.Context, es []hub.Event) error
 	// Events returns the newest events, newest first, optionally for one device.
 	Events(ctx context.Context, deviceID string, limit int) ([]hub.Event, error)
 }

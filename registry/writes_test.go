@@ -8,6 +8,7 @@ import (
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/registry/registrytest"
 	"github.com/xiaozhi-hub/hub/store"
 )
 
@@ -40,11 +41,11 @@ func TestPartialToolListKeepsTheCache(t *testing.T) {
 	reg, closeAll := openRegistry(t, filepath.Join(t.TempDir(), "hub.db"))
 	defer closeAll()
 
-	l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, instantConn{})
+	l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, registrytest.NewConn("x"))
 	if _, err := l.SetTools(ctx, tools("a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	l = reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, instantConn{})
+	l = reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, registrytest.NewConn("x"))
 	if _, applied, err := l.SetPartialTools(ctx, tools("a")); err != nil || applied {
 		t.Fatalf("partial list over a cache: applied %v, err %v; want kept cache", applied, err)
 	}
@@ -52,7 +53,7 @@ func TestPartialToolListKeepsTheCache(t *testing.T) {
 		t.Errorf("cached tools: %d, want the 2 of the complete list", len(got))
 	}
 
-	l2 := reg.Connect(registry.ConnectInfo{DeviceID: "d2", MCP: true}, instantConn{})
+	l2 := reg.Connect(registry.ConnectInfo{DeviceID: "d2", MCP: true}, registrytest.NewConn("x"))
 	if _, applied, err := l2.SetPartialTools(ctx, tools("a")); err != nil || !applied {
 		t.Fatalf("partial list without a cache: applied %v, err %v; want applied", applied, err)
 	}
@@ -69,7 +70,7 @@ func TestBackgroundWritesAreDurableAtClose(t *testing.T) {
 	reg, closeAll := openRegistry(t, path)
 	for i := range 50 {
 		id := fmt.Sprintf("aa:00:00:00:00:%02d", i)
-		l := reg.Connect(registry.ConnectInfo{DeviceID: id, ClientID: "c", MCP: true}, instantConn{})
+		l := reg.Connect(registry.ConnectInfo{DeviceID: id, ClientID: "c", MCP: true}, registrytest.NewConn("x"))
 		l.SaveLater()
 		l.SetServerInfo("board-old", "1.0")
 		l.SetServerInfo("board", "2.4.2") // the newer report wins

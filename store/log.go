@@ -197,49 +197,11 @@ func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
 	if len(es) == 0 {
 		return nil
 	}
-	type row struct {
-		at   any
-		data any // NULL when there is none
+	rows, err := encodeEvents(es) // off the single writer
+	if err != nil {
+		return err
 	}
-	rows := make([]row, len(es))
-	for i, e := range es { // encoded here, off the single writer
-		at, err := timeArg(e.Time)
-		if err != nil {
-			return fmt.Errorf("add %s event: %w", e.Type, err)
-		}
-		rows[i].at = at
-		if e.Data != nil {
-			js, err := json.Marshal(e.Data)
-			if err != nil {
-				return fmt.Errorf("add %s event: data: %w", e.Type, err)
-			}
-			if string(js) != "null" {
-				rows[i].data = string(js)
-			}
-		}
-	}
-	devices := make([]string, len(es))
-	for i, e := range es {
-		devices[i] = e.DeviceID
-	}
-	err := s.write(ctx, func(w *wtx) error {
-		if _, err := s.eventCounts(w); err != nil { // before the new rows
-			return err
-		}
-		args := make([]any, 0, 4*min(len(es), rowsPerInsert))
-		for i := 0; i < len(es); {
-			n := rowsIn(len(es) - i)
-			args = args[:0]
-			for j := i; j < i+n; j++ {
-				args = append(args, es[j].Type, es[j].DeviceID, rows[j].at, rows[j].data)
-			}
-			if _, err := w.exec(insertEventsSQL[n], args...); err != nil {
-				return err
-			}
-			i += n
-		}
-		return s.pruneEvents(w, devices)
-	})
+	err = s.write(ctx, func(w *wtx) error { return s.insertEvents(w, rows) })
 	if err != nil {
 		if len(es) == 1 {
 			return fmt.Errorf("add %s event: %w", es[0].Type, err)

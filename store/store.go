@@ -106,7 +106,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts:  opts.withDefaults(),
 		path:  path,
 		stmts: make(map[string]*sql.Stmt),
-		ops:   make(chan *op, 4*maxBatch),
+		ops:   make(chan *op, maxQueue),
 		done:  make(chan struct{}),
 
 		ckptKick: make(chan struct{}, 1),

@@ -10,12 +10,32 @@ import (
 // maxBatch is the most write operations committed in one transaction.
 const maxBatch = 256
 
+// maxQueue is how many write operations may wait for the writer. Call
+// records and events (Log) are dropped and counted beyond it rather than
+// holding calls or device read loops up; other writes wait for room.
+const maxQueue = 16384
+
 // op is one write operation waiting for the writer goroutine.
 type op struct {
-	ctx  context.Context
-	fn   func(w *wtx) error // may run more than once: it must only assign its results
-	res  error              // fn's soft error of the last run
-	done chan error         // buffered: receives exactly one result
+	ctx context.Context
+	fn  func(w *wtx) error // may run more than once: it must only assign its results
+	// log, instead of fn: rows of the call and event logs (Log), written
+	// together with those of the neighbouring log operations.
+	log  *logRows
+	res  error      // fn's soft error of the last run
+	done chan error // buffered: receives exactly one result (fn operations)
+	// finish, for log operations, receives the result instead of done.
+	finish func(error)
+}
+
+// complete hands o its result.
+func (o *op) complete(err error) {
+	switch {
+	case o.log == nil:
+		o.done <- err
+	case o.finish != nil:
+		o.finish(err)
+	}
 }
 
 // softError is an outcome of an operation that wrote nothing and therefore
@@ -125,7 +145,7 @@ func (s *Store) runBatch(batch []*op) {
 	live := batch[:0]
 	for _, o := range batch {
 		if err := o.ctx.Err(); err != nil {
-			o.done <- err
+			o.complete(err)
 			continue
 		}
 		live = append(live, o)
@@ -145,7 +165,7 @@ func (s *Store) runBatch(batch []*op) {
 	switch {
 	case err == nil:
 		for _, o := range live {
-			o.done <- o.res
+			o.complete(o.res)
 		}
 		return
 	case len(live) == 1 || errors.As(err, &be):
@@ -153,22 +173,22 @@ func (s *Store) runBatch(batch []*op) {
 		// process beyond busy_timeout, say) is nobody's fault in
 		// particular: retrying op by op would only wait again each time.
 		for _, o := range live {
-			o.done <- err
+			o.complete(err)
 		}
 		return
 	}
 	s.retries.Add(1)
 	for _, o := range live {
 		if err := o.ctx.Err(); err != nil {
-			o.done <- err
+			o.complete(err)
 			continue
 		}
 		if err := s.runTx([]*op{o}); err != nil {
 			s.writeFailed(err)
-			o.done <- err
+			o.complete(err)
 			continue
 		}
-		o.done <- o.res
+		o.complete(o.res)
 	}
 }
 
@@ -186,8 +206,21 @@ func (s *Store) runTx(ops []*op) error {
 		return &beginError{err}
 	}
 	w := &wtx{s}
-	for _, o := range ops {
+	for i := 0; i < len(ops); i++ {
+		o := ops[i]
 		o.res = nil
+		if o.log != nil {
+			j := i + 1
+			for j < len(ops) && ops[j].log != nil {
+				j++
+			}
+			if err := s.runLogs(w, ops[i:j]); err != nil {
+				s.rollback()
+				return err
+			}
+			i = j - 1
+			continue
+		}
 		if err := o.fn(w); err != nil {
 			var se *softError
 			if errors.As(err, &se) {

@@ -9,41 +9,41 @@ import (
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/registry/registrytest"
 )
 
-// Device is a fake device connection (a registry.Conn) with state. MCP tools
-// named self.<kind>.<verb> act on the state of <kind>: turn_on/turn_off set
-// "power", set_power sets it from "on", set_<x> stores its argument,
-// get_state returns the kind's state. IoT commands TurnOn/TurnOff/SetVolume
-// (any case) change the thing's state, which is then reported.
+// Device is a fake device with state, connected to the registry through the
+// registry's shared fake connection (registrytest.Conn), a new one per
+// connection. MCP tools named self.<kind>.<verb> act on the state of <kind>:
+// turn_on/turn_off set "power", set_power sets it from "on", set_<x> stores
+// its argument, get_state returns the kind's state. IoT commands
+// TurnOn/TurnOff/SetVolume (any case) change the thing's state, which is
+// then reported.
 type Device struct {
 	Spec Spec
 	reg  *registry.Registry
 
-	mu     sync.Mutex
-	link   *registry.Link
-	closed bool
-	state  map[string]map[string]any
-	calls  []Call
-	hold   chan struct{}
-	gone   chan struct{}
+	mu    sync.Mutex
+	link  *registry.Link
+	conn  *registrytest.Conn   // the current connection
+	conns []*registrytest.Conn // every connection, in order
+	state map[string]map[string]any
 	// handle, if set, answers MCP calls instead of the default behaviour.
 	handle func(ctx context.Context, name string, args map[string]any) (hub.CallResult, error)
 }
 
 // Call is one call the device received.
-type Call struct {
-	Tool string
-	Args json.RawMessage
-}
+type Call = registrytest.Call
 
-var _ registry.Conn = (*Device)(nil)
-
-// Calls returns the calls received so far.
+// Calls returns the calls received so far, on every connection.
 func (d *Device) Calls() []Call {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return append([]Call(nil), d.calls...)
+	var out []Call
+	for _, c := range d.conns {
+		out = append(out, c.Calls()...)
+	}
+	return out
 }
 
 // State returns a value of the state of kind (an MCP tool family such as
@@ -54,16 +54,14 @@ func (d *Device) State(kind, key string) any {
 	return d.state[kind][key]
 }
 
-// Hold makes MCP calls wait until the returned function is called (or the
-// call's context ends, or the device disconnects).
+// Hold makes MCP calls on the current connection wait until the returned
+// function is called (or the call's context ends, or the device
+// disconnects).
 func (d *Device) Hold() (release func()) {
-	ch := make(chan struct{})
 	d.mu.Lock()
-	d.hold = ch
-	d.gone = make(chan struct{})
+	c := d.conn
 	d.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { close(ch) }) }
+	return c.Hold()
 }
 
 // Handle replaces the default behaviour of MCP calls.
@@ -74,26 +72,13 @@ func (d *Device) Handle(h func(ctx context.Context, name string, args map[string
 }
 
 // Text is a successful result with one text item.
-func Text(s string) hub.CallResult {
-	b, _ := json.Marshal([]map[string]string{{"type": "text", "text": s}})
-	return hub.CallResult{Content: b}
-}
+func Text(s string) hub.CallResult { return registrytest.Text(s) }
 
-// CallTool implements registry.Conn.
-func (d *Device) CallTool(ctx context.Context, name string, raw json.RawMessage) (hub.CallResult, error) {
+// callTool answers the MCP calls of every connection of the device.
+func (d *Device) callTool(ctx context.Context, name string, raw json.RawMessage) (hub.CallResult, error) {
 	d.mu.Lock()
-	d.calls = append(d.calls, Call{Tool: name, Args: append(json.RawMessage(nil), raw...)})
-	hold, gone, handle := d.hold, d.gone, d.handle
+	handle := d.handle
 	d.mu.Unlock()
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-gone:
-			return hub.CallResult{}, hub.Errorf(hub.EGONE, "device %s disconnected during the call", d.Spec.ID)
-		case <-ctx.Done():
-			return hub.CallResult{}, hub.Errorf(hub.ETIMEOUT, "device %s did not answer in time", d.Spec.ID)
-		}
-	}
 	var args map[string]any
 	_ = json.Unmarshal(raw, &args)
 	if handle != nil {
@@ -149,9 +134,9 @@ func (d *Device) get(kind, key string, def any) any {
 	return def
 }
 
-// SendIoT implements registry.Conn: it applies the commands and reports the
-// new state, as firmware does at its next state report.
-func (d *Device) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error {
+// sendIoT applies IoT commands and reports the new state, as firmware does
+// at its next state report.
+func (d *Device) sendIoT(ctx context.Context, cmds []hub.IoTCommand) error {
 	var things []string
 	d.mu.Lock()
 	for _, c := range cmds {
@@ -174,14 +159,4 @@ func (d *Device) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error {
 	}
 	d.mu.Unlock()
 	return d.report(ctx, things)
-}
-
-// Close implements registry.Conn.
-func (d *Device) Close(string) {
-	d.mu.Lock()
-	if d.gone != nil && !d.closed {
-		close(d.gone)
-	}
-	d.closed = true
-	d.mu.Unlock()
 }

@@ -3,36 +3,17 @@ package catalogtest
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
-	"github.com/xiaozhi-hub/hub/store"
+	"github.com/xiaozhi-hub/hub/registry/registrytest"
 )
 
 // NewRegistry returns a loaded registry over a SQLite store in the test's
 // temporary directory; both are closed at the end of the test.
-func NewRegistry(tb testing.TB) *registry.Registry {
-	tb.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(tb.TempDir(), "hub.db"), store.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	reg := registry.New(st, registry.Options{})
-	if err := reg.Load(ctx); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		reg.Close()
-		if err := st.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
-	return reg
-}
+func NewRegistry(tb testing.TB) *registry.Registry { return registrytest.NewRegistry(tb) }
 
 // NewHome returns a registry with every device of specs connected.
 func NewHome(tb testing.TB, specs []Spec) (*registry.Registry, map[string]*Device) {
@@ -65,13 +46,19 @@ func (d *Device) Reconnect(tb testing.TB) {
 	tb.Helper()
 	ctx := context.Background()
 	s := d.Spec
-	link := d.reg.Connect(registry.ConnectInfo{DeviceID: s.ID, ProtocolVersion: 1, MCP: len(s.Tools) > 0}, d)
+	conn := registrytest.NewConn(s.ID)
+	conn.Handle(d.callTool)
+	conn.HandleIoT(d.sendIoT)
+	d.mu.Lock()
+	d.conn = conn
+	d.conns = append(d.conns, conn)
+	d.mu.Unlock()
+	link := d.reg.Connect(registry.ConnectInfo{DeviceID: s.ID, ProtocolVersion: 1, MCP: len(s.Tools) > 0}, conn)
 	if err := link.Save(ctx); err != nil {
 		tb.Fatal(err)
 	}
 	d.mu.Lock()
 	d.link = link
-	d.closed = false
 	d.mu.Unlock()
 	name, room, aliases := s.Name, s.Room, s.Aliases
 	if aliases == nil {
@@ -100,12 +87,9 @@ func (d *Device) Reconnect(tb testing.TB) {
 // connection ends.
 func (d *Device) Disconnect() {
 	d.mu.Lock()
-	link := d.link
-	if d.gone != nil && !d.closed {
-		close(d.gone)
-	}
-	d.closed = true
+	link, conn := d.link, d.conn
 	d.mu.Unlock()
+	conn.Hangup()
 	link.Disconnect(context.Background(), "test disconnect")
 }
 

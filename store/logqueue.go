@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+// ErrQueueFull is returned by Log when the writer has fallen so far behind
+// that its queue is full.
+var ErrQueueFull = errors.New("store write queue is full")
+
+// Log queues call records and events for the bounded logs, in order,
+// without waiting for the writer. Records queued by concurrent callers are
+// committed together, in one multi-row insert per table; done, if not nil,
+// runs in the writer goroutine with the outcome once the transaction has
+// committed or failed (it must be quick: closing a channel, counting). When
+// the queue is full or the store is closed, Log queues nothing, does not
+// call done, and returns ErrQueueFull or ErrClosed: the caller counts the
+// records as lost instead of waiting. This is the one queue of the hub's
+// call records and events (the registry has none of its own).
+func (s *Store) Log(calls []hub.CallRecord, events []hub.Event, done func(error)) error {
+	rows, err := encodeEvents(events) // off the single writer
+	if err != nil {
+		return err
+	}
+	o := &op{ctx: context.Background(), log: &logRows{calls: calls, events: rows}, finish: done}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	select {
+	case s.ops <- o:
+		return nil
+	default:
+		return ErrQueueFull
+	}
+}
+
+// logRows are the rows of one or more Log calls.
+type logRows struct {
+	calls  []hub.CallRecord
+	events []eventRow
+}
+
+// eventRow is an event encoded for insertion.
+type eventRow struct {
+	typ, device string
+	at, data    any // data is NULL when there is none
+}
+
+func encodeEvents(es []hub.Event) ([]eventRow, error) {
+	rows := make([]eventRow, len(es))
+	for i, e := range es {
+		at, err := timeArg(e.Time)
+		if err != nil {
+			return nil, fmt.Errorf("add %s event: %w", e.Type, err)
+		}
+		rows[i] = eventRow{typ: e.Type, device: e.DeviceID, at: at}
+		if e.Data != nil {
+			js, err := json.Marshal(e.Data)
+			if err != nil {
+				return nil, fmt.Errorf("add %s event: data: %w", e.Type, err)
+			}
+			if string(js) != "null" {
+				rows[i].data = string(js)
+			}
+		}
+	}
+	return rows, nil
+}
+
+// runLogs writes the log rows of consecutive Log operations with as few
+// statements as the rows allow.
+func (s *Store) runLogs(w *wtx, ops []*op) error {
+	var all logRows
+	for _, o := range ops {
+		all.calls = append(all.calls, o.log.calls...)
+		all.events = append(all.events, o.log.events...)
+	}
+	if len(all.calls) > 0 {
+		id, err := insertCalls(w, all.calls)
+		if err != nil {
+			return err
+		}
+		if err := prune(w, `DELETE FROM calls WHERE id <= ?`, id, s.opts.MaxCalls); err != nil {
+			return err
+		}
+	}
+	if len(all.events) > 0 {
+		return s.insertEvents(w, all.events)
+	}
+	return nil
+}
+
+// insertEvents inserts encoded events in order and applies the bounds.
+func (s *Store) insertEvents(w *wtx, rows []eventRow) error {
+	if _, err := s.eventCounts(w); err != nil { // before the new rows
+		return err
+	}
+	args := make([]any, 0, 4*min(len(rows), rowsPerInsert))
+	devices := make([]string, len(rows))
+	for i := 0; i < len(rows); {
+		n := rowsIn(len(rows) - i)
+		args = args[:0]
+		for j := i; j < i+n; j++ {
+			args = append(args, rows[j].typ, rows[j].device, rows[j].at, rows[j].data)
+			devices[j] = rows[j].device
+		}
+		if _, err := w.exec(insertEventsSQL[n], args...); err != nil {
+			return err
+		}
+		i += n
+	}
+	return s.pruneEvents(w, devices)
+}
