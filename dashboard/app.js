@@ -84,6 +84,7 @@ function ago(ts) {
   if (s < 86400) return t("ago.h", { n: Math.round(s / 3600) });
   return t("ago.d", { n: Math.round(s / 86400) });
 }
+const locale = () => (LANG === "zh" ? "zh-CN" : "en");
 const devName = (id) => (devices.get(id) && devices.get(id).name) || id || "";
 
 // syncOptions keeps a select's options equal to values (after its first,
@@ -215,8 +216,10 @@ function confirmBox(text) {
 }
 
 // Tools that reboot, upgrade, unlock or reset a device cannot be undone.
-const DESTRUCTIVE = /reboot|restart|upgrade|firmware|flash|unlock|factory|reset|erase|wipe|format|重启|重新启动|升级|固件|解锁|开锁|恢复出厂|出厂|重置|清除|格式化/i;
-const isDestructive = (tool) => DESTRUCTIVE.test(tool.name) || DESTRUCTIVE.test(tool.description || "");
+// (English words from their start: "information" is not "format".)
+const DESTRUCTIVE = /\b(reboot|restart|upgrade|firmware|unlock|factory|reset|erase|wipe|format)|重启|重新启动|升级|固件|解锁|开锁|恢复出厂|出厂设置|重置|清除|格式化/i;
+const words = (s) => (s || "").replace(/([a-z])([A-Z])/g, "$1 $2").replace(/[_.\-/]/g, " ");
+const isDestructive = (tool) => DESTRUCTIVE.test(words(tool.name)) || DESTRUCTIVE.test(words(tool.description));
 
 // ---- one device
 
@@ -448,7 +451,7 @@ function renderCalls() {
   const rows = calls.filter(c => (!tool || c.tool.toLowerCase().includes(tool)) && (!outcome || c.outcome === outcome));
   const body = $("calls").tBodies[0];
   body.replaceChildren(...rows.slice(0, 200).map(c => el("tr", { "data-id": c.id },
-    el("td", { class: "nowrap" }, new Date(c.started).toLocaleString()), el("td", {}, devName(c.deviceId)),
+    lx("td", "nowrap", () => new Date(c.started).toLocaleString(locale())), el("td", {}, devName(c.deviceId)),
     el("td", { class: "mono" }, c.tool), el("td", {}, c.caller),
     lx("td", c.outcome === "ok" || c.outcome === "sent" ? "" : "bad", () => t("outcome." + c.outcome)),
     el("td", {}, Math.round(c.durationMs)), el("td", { class: "res mono" }, (c.arguments || "") + " → " + (c.result || "")))));
@@ -533,7 +536,9 @@ $("chatForm").addEventListener("submit", async (ev) => {
 
 function eventText(ev) {
   const d = ev.data || {};
-  const a = { device: devName(ev.deviceId), type: d.type || ev.type };
+  // online and device_updated carry the device as it is now.
+  const named = d.id === ev.deviceId && typeof d.name === "string" && d.name;
+  const a = { device: named || devName(ev.deviceId), type: d.type || ev.type };
   switch (ev.type) {
     case "offline": a.reason = d.reason ? " (" + d.reason + ")" : ""; break;
     case "tools_changed": {
@@ -555,9 +560,9 @@ function eventText(ev) {
 
 function showEvent(ev) {
   const log = $("events");
-  const time = new Date(ev.time || Date.now()).toLocaleTimeString();
+  const time = new Date(ev.time || Date.now());
   const bad = /error|refused|dropped/.test(ev.type) || (ev.type === "call_finished" && ev.data && !["ok", "sent"].includes(ev.data.outcome));
-  log.prepend(live(el("div", { class: bad ? "bad" : "" }), () => time + "  " + eventText(ev)));
+  log.prepend(live(el("div", { class: bad ? "bad" : "" }), () => time.toLocaleTimeString(locale()) + "  " + eventText(ev)));
   while (log.childElementCount > 200) log.lastChild.remove();
 }
 

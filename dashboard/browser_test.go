@@ -89,6 +89,11 @@ func TestBrowserDevicesToolsAndIoT(t *testing.T) {
 		t.Fatalf("self.get_system_info called %d times, want 1 (the cancelled one must not call)", n)
 	}
 	b.waitJS("reboot marked as destructive", `document.querySelector('.tool[data-tool="self.reboot"] .tag.warn')`)
+	var statusMarked bool
+	b.eval(`!!document.querySelector('.tool[data-tool="self.get_device_status"] .tag.warn')`, &statusMarked)
+	if statusMarked {
+		t.Fatal("self.get_device_status (it reads \"information\") is marked as destructive")
+	}
 
 	// An IoT command.
 	b.run(chromedp.Click(`li.device[data-id="`+iotID+`"]`, chromedp.ByQuery))
