@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -246,6 +247,12 @@ func TestBrowserChinesePhoneWidth(t *testing.T) {
 	if labels.Lang != "zh-CN" || labels.Devices != "设备" || labels.Use != "使用" || labels.Title != "等待批准" {
 		t.Fatalf("a zh-CN browser sees %+v", labels)
 	}
+	var missing []string
+	b.eval(`[...Object.keys(MESSAGES.en).filter(k => !(k in MESSAGES.zh)),
+		...[...document.querySelectorAll("[data-i18n]")].map(e => e.dataset.i18n).filter(k => !(k in MESSAGES.en))]`, &missing)
+	if len(missing) > 0 {
+		t.Fatalf("messages without a translation: %v", missing)
+	}
 	b.login()
 	b.waitJS("the device listed", `document.querySelector('li.device[data-id="`+mcpID+`"]')`)
 	apiCall(t, h, "PATCH", "/api/devices/"+mcpID, map[string]any{"name": long})
@@ -281,6 +288,16 @@ func TestBrowserChinesePhoneWidth(t *testing.T) {
 	desk.waitJS("the long event", `document.querySelector("#events").textContent.includes("已更新")`)
 	desk.shot("zh-1280")
 	checkFits(t, desk, 1280)
+
+	// The narrowest phones and the widest screens people use.
+	for _, w := range []int{360, 1920} {
+		b := newBrowser(t, h.URL(), w, "en-US")
+		b.login()
+		b.run(chromedp.Click(`li.device[data-id="`+mcpID+`"]`, chromedp.ByQuery))
+		b.waitJS("the tools", `document.querySelector('.tool[data-tool="self.audio_speaker.set_volume"]')`)
+		b.shot(fmt.Sprintf("en-%d", w))
+		checkFits(t, b, w)
+	}
 }
 
 // checkFits fails when the page is wider than the viewport.
