@@ -455,7 +455,7 @@ function renderCalls() {
     el("td", { class: "mono" }, c.tool), el("td", {}, c.caller),
     lx("td", c.outcome === "ok" || c.outcome === "sent" ? "" : "bad", () => t("outcome." + c.outcome)),
     el("td", {}, Math.round(c.durationMs)), el("td", { class: "res mono" }, (c.arguments || "") + " → " + (c.result || "")))));
-  if (!rows.length) body.append(el("tr", {}, live(el("td", { colspan: 7, class: "muted" }), () => t("calls.none"))));
+  if (!rows.length) body.append(el("tr", {}, live(el("td", { colspan: 7, class: "muted" }), () => t(calls.length ? "calls.noMatch" : "calls.none"))));
 }
 $("callDevice").addEventListener("change", loadCalls);
 $("callTool").addEventListener("input", renderCalls);
@@ -511,11 +511,16 @@ $("chatForm").addEventListener("submit", async (ev) => {
       try { msg = (await res.json()).error.message || msg; } catch { }
       throw new Error(t("err.http", { status: res.status, message: msg }));
     }
+    const labels = {}; // tool call id → what it called, for its result
     await readSSE(res, (e) => {
       const args = e.arguments ? JSON.stringify(e.arguments) : "";
+      const label = () => labels[e.id] || (e.deviceId ? devName(e.deviceId) + ": " : "") + (e.target || e.name || "");
       switch (e.type) {
-        case "tool_call": add(lx("div", "msg step", () => t("chat.toolCall", { name: e.name, target: e.target || e.deviceId || "", args }))); break;
-        case "tool_result": add(lx("div", "msg step" + (e.isError ? " err" : ""), () => t(e.isError ? "chat.toolError" : "chat.toolResult", { name: e.name, content: e.content || e.code || "" }))); break;
+        case "tool_call":
+          labels[e.id] = label();
+          add(lx("div", "msg step", () => t("chat.toolCall", { name: label(), args })));
+          break;
+        case "tool_result": add(lx("div", "msg step" + (e.isError ? " err" : ""), () => t(e.isError ? "chat.toolError" : "chat.toolResult", { name: label(), content: e.content || e.code || "" }))); break;
         case "text":
           if (!answer) answer = add(el("div", { class: "msg answer" }));
           answer.textContent += e.text || "";
