@@ -262,6 +262,12 @@ function buildDetail(id) {
     try { await api("POST", path + "/token/revoke"); live(d.out, () => t("detail.revoked")); }
     catch (e) { d.out.classList.remove("tr"); d.out.textContent = e.message; }
   });
+  const rebind = el("button", { class: "plain danger rebind", "data-i18n": "detail.rebind" }, t("detail.rebind"));
+  rebind.addEventListener("click", async () => {
+    if (!await confirmBox(t("detail.confirmRebind", { device: devName(id) }))) return;
+    try { await api("POST", path + "/rebind", {}); live(d.out, () => t("detail.rebound")); }
+    catch (e) { d.out.classList.remove("tr"); d.out.textContent = e.message; }
+  });
   const del = el("button", { class: "danger delete", "data-i18n": "detail.delete" }, t("detail.delete"));
   del.addEventListener("click", async () => {
     if (!await confirmBox(t("detail.confirmDelete", { device: devName(id) }))) return;
@@ -274,7 +280,7 @@ function buildDetail(id) {
   d.thingsBox = el("div", {});
   d.err = el("div", {});
   $("detail").replaceChildren(el("h2", {}, d.dot, " ", d.title), d.meta, form,
-    el("div", { class: "row", style: "margin-top:8px" }, revoke, del), d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
+    el("div", { class: "row", style: "margin-top:8px" }, revoke, rebind, del), d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
   detail = d;
 }
 

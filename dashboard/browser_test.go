@@ -123,6 +123,12 @@ func TestBrowserDevicesToolsAndIoT(t *testing.T) {
 		t.Fatalf("trust after revoking: %v", trust)
 	}
 
+	// Re-binding asks first, too.
+	b.run(chromedp.Click(`#detail button.rebind`, chromedp.ByQuery))
+	b.waitJS("the re-bind confirmation", `document.querySelector("#confirm").open && document.querySelector("#confirmText").textContent.includes("re-flashed")`)
+	b.run(chromedp.Click(`#confirmOk`, chromedp.ByQuery))
+	b.waitJS("the re-binding", `document.querySelector("#detail").textContent.includes("re-bound")`)
+
 	// The agent's chat says what is missing when no LLM is configured.
 	b.run(chromedp.SendKeys("#chatInput", "turn on the lamp", chromedp.ByQuery),
 		chromedp.Click(`#chatForm button`, chromedp.ByQuery))
