@@ -1,17 +1,38 @@
 // Package dashboard serves the hub's web page: devices with their tools and
 // IoT things, calls from a form built from each tool's inputSchema, pending
-// activations, and the live event stream. It is one static page; every
-// piece of data comes from the REST API with the admin token, which the
-// page asks for and keeps in the browser's local storage.
+// activations, call history, the agent's chat and the live event stream, in
+// English and Simplified Chinese. It is one static page; every piece of
+// data comes from the REST API with the admin token, which the page asks
+// for and keeps in the browser's local storage.
+//
+// The page is written as four files (index.html, style.css, i18n.js,
+// app.js) and served as one document, the style and scripts inlined, so
+// nothing is fetched but the API and nothing is downloaded from elsewhere.
 package dashboard
 
 import (
 	_ "embed"
 	"net/http"
+	"strings"
 )
 
-//go:embed index.html
-var page []byte
+var (
+	//go:embed index.html
+	shell string
+	//go:embed style.css
+	style string
+	//go:embed i18n.js
+	i18n string
+	//go:embed app.js
+	app string
+)
+
+// page is the document served: the shell with its style and scripts in place.
+var page = []byte(strings.NewReplacer(
+	"/*STYLE*/", style,
+	"/*I18N*/", i18n,
+	"/*APP*/", app,
+).Replace(shell))
 
 // Handler serves the page. It needs no token: it holds no data.
 func Handler() http.Handler {
@@ -21,7 +42,8 @@ func Handler() http.Handler {
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
+		// img-src data: is for the favicon, an inline SVG.
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'")
 		w.Write(page)
 	})
 }
