@@ -25,7 +25,7 @@ type Options struct {
 	Registry *registry.Registry
 	// Authorize decides whether a device may connect; nil admits every
 	// device. An error with code EUNAUTHORIZED becomes a 401 with its message.
-	Authorize func(r *http.Request, id Identity) error
+	Authorize func(r *http.Request, id protocol.Identity) error
 	Logger    *slog.Logger
 	Metrics   *metrics.Metrics
 
@@ -123,7 +123,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, err)
 		return
 	}
-	id, err := ParseIdentity(r)
+	id, err := protocol.ParseIdentity(r)
 	if err != nil {
 		s.m.Handshake("bad_request")
 		httpError(w, http.StatusBadRequest, err)

@@ -24,7 +24,7 @@ import (
 type session struct {
 	srv    *Server
 	c      *websocket.Conn
-	id     Identity
+	id     protocol.Identity
 	remote string
 	sid    string // the session_id we give the device
 	// envelope is the start of every MCP message to the device
@@ -50,7 +50,7 @@ type session struct {
 	badFrames   int
 }
 
-func newSession(s *Server, c *websocket.Conn, id Identity, remote string) *session {
+func newSession(s *Server, c *websocket.Conn, id protocol.Identity, remote string) *session {
 	sess := &session{
 		srv: s, c: c, id: id, remote: remote, sid: newSessionID(),
 		log:         s.log.With("device", id.DeviceID),
