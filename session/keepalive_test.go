@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/xiaozhi-hub/hub/internal/pipenet"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/store"
@@ -33,7 +33,7 @@ func TestKeepaliveDropsSilentDevices(t *testing.T) {
 		defer reg.Close()
 		srv := session.New(session.Options{Registry: reg, PingInterval: 30 * time.Second, PingTimeout: 15 * time.Second})
 		defer srv.Close()
-		l := newPipeListener()
+		l := pipenet.Listen()
 		hs := &http.Server{Handler: srv}
 		served := make(chan struct{})
 		go func() { defer close(served); hs.Serve(l) }()
@@ -83,49 +83,3 @@ func TestKeepaliveDropsSilentDevices(t *testing.T) {
 		}
 	})
 }
-
-// pipeListener is a net.Listener over net.Pipe connections, which a
-// synctest bubble can wait on (a loopback socket is outside the bubble).
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
-	c, s := net.Pipe()
-	select {
-	case l.conns <- s:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
