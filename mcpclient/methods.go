@@ -13,8 +13,8 @@ import (
 	"github.com/xiaozhi-hub/hub/protocol"
 )
 
-// ProtocolVersion is what the firmware implements and answers.
-const ProtocolVersion = "2024-11-05"
+// protocolVersion is what the firmware implements and answers.
+const protocolVersion = "2024-11-05"
 
 // ServerInfo is the device's answer to initialize.
 type ServerInfo struct {
@@ -31,7 +31,7 @@ func (c *Client) Initialize(ctx context.Context) (ServerInfo, error) {
 		caps["vision"] = c.opts.Vision // top level: where the firmware reads it (docs/protocol.md §8.3)
 	}
 	params := map[string]any{
-		"protocolVersion": ProtocolVersion,
+		"protocolVersion": protocolVersion,
 		"capabilities":    caps,
 		"clientInfo":      map[string]string{"name": "xiaozhi-hub", "version": c.opts.ClientVersion},
 	}

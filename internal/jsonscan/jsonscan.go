@@ -196,10 +196,10 @@ func OnlyObjectMembers(b []byte, keys []string, vals [][]byte) (ok bool) {
 	return members(b, keys, vals, true)
 }
 
-// ArrayElements calls f with each element of the JSON array b, in order,
+// arrayElements calls f with each element of the JSON array b, in order,
 // sharing memory with b, until f returns false. ok is false when b is not a
 // valid JSON array; f is then not called.
-func ArrayElements(b []byte, f func(elem []byte) bool) (ok bool) {
+func arrayElements(b []byte, f func(elem []byte) bool) (ok bool) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '[' || !json.Valid(b) {
 		return false
@@ -207,7 +207,7 @@ func ArrayElements(b []byte, f func(elem []byte) bool) (ok bool) {
 	return elements(b, f)
 }
 
-// ValidElements is ArrayElements for b known to be valid JSON: it does not
+// ValidElements is arrayElements for b known to be valid JSON: it does not
 // check b again.
 func ValidElements(b []byte, f func(elem []byte) bool) (ok bool) {
 	b = bytes.TrimSpace(b)

@@ -23,7 +23,7 @@ func TestObjectMembers(t *testing.T) {
 
 func TestArrayElementsAndString(t *testing.T) {
 	var got []string
-	ok := ArrayElements([]byte(` [ {"a":"]"} , 1,"x\"y",[2,[3]] ,null] `), func(e []byte) bool {
+	ok := arrayElements([]byte(` [ {"a":"]"} , 1,"x\"y",[2,[3]] ,null] `), func(e []byte) bool {
 		got = append(got, string(e))
 		return true
 	})
@@ -32,12 +32,12 @@ func TestArrayElementsAndString(t *testing.T) {
 		t.Fatalf("%v %q", ok, got)
 	}
 	for _, bad := range []string{`{}`, `[1,`, ``} {
-		if ArrayElements([]byte(bad), func([]byte) bool { t.Error("called"); return true }) {
+		if arrayElements([]byte(bad), func([]byte) bool { t.Error("called"); return true }) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
 	n := 0
-	ArrayElements([]byte(`[1,2,3]`), func([]byte) bool { n++; return n < 2 })
+	arrayElements([]byte(`[1,2,3]`), func([]byte) bool { n++; return n < 2 })
 	if n != 2 {
 		t.Errorf("did not stop: %d", n)
 	}
