@@ -144,7 +144,7 @@ func (s *session) handshake(ctx context.Context) error {
 			s.srv.m.ProtocolError("before_hello")
 			continue
 		}
-		h, err := protocol.DecodeClientHello(data)
+		h, err := m.Hello() // the frame is decoded once
 		if err != nil {
 			s.srv.m.Handshake("bad_hello")
 			s.c.Close(websocket.StatusProtocolError, hub.Truncate([]byte(err.Error()), 120))
