@@ -15,8 +15,7 @@ import (
 // reply). Here a goroutine plays a device that offers one tool.
 func Example() {
 	toDevice := make(chan []byte, 1)
-	var c *mcpclient.Client
-	c = mcpclient.New(func(_ context.Context, payload []byte) error {
+	c := mcpclient.New(func(_ context.Context, payload []byte) error {
 		toDevice <- payload
 		return nil
 	}, mcpclient.Options{})
