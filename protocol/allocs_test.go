@@ -6,6 +6,9 @@ import "testing"
 // reflection and few allocations; these pin the counts they have today
 // (a regression shows here before it shows in a benchmark).
 func TestFastDecodersAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	frame := []byte(`{"session_id":"0123456789abcdef","type":"mcp","payload":{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"true"}],"isError":false}}}`)
 	listen := []byte(`{"session_id":"0123456789abcdef","type":"listen","state":"start","mode":"auto"}`)
 	notification := []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
