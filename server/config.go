@@ -70,7 +70,7 @@ type Config struct {
 
 	// MemoryLimit is applied by the process's owner with LimitMemory (see
 	// memory.go), not by Open: the limit is process-wide.
-	MemoryLimit string `yaml:"memory-limit" help:"soft memory limit for the Go runtime: auto (1.5 times what the hub holds, at least 32MiB), off, or a size such as 512MiB (GOMEMLIMIT wins over auto)"`
+	MemoryLimit string `yaml:"memory-limit" help:"soft memory limit for the Go runtime: auto (follows what the hub holds: 2x while busy, 1.2x once settled, at least 32MiB), off, or a size such as 512MiB (GOMEMLIMIT wins over auto)"`
 }
 
 // DefaultConfig returns the settings used when nothing else is given.

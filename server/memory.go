@@ -20,16 +20,22 @@ import (
 // and freed pages it keeps. A memory limit (debug.SetMemoryLimit) makes the
 // runtime collect and return pages before the process exceeds it.
 //
-// "auto" keeps the limit at memoryHeadroom times what the hub holds (live
-// heap after the last collection, goroutine stacks and runtime metadata),
-// and never below memoryFloor, re-read every memoryTick. The limit follows
-// what is held, so it never forces collections back to back (the runtime
-// would then spend up to half the CPU on them): growing by a connection
-// storm raises it at the next tick.
+// "auto" sets the limit from what the hub holds (live heap after the last
+// collection, goroutine stacks and runtime metadata), re-read every
+// memoryTick, never below memoryFloor. A busy hub (a collection finished in
+// the last memorySettle) gets memoryBusy times that: about what GOGC allows
+// anyway, so calls and connection storms pay for no extra collections. A
+// settled hub (no collection for memorySettle: nothing much allocates) gets
+// memorySettled times: the runtime then collects what a burst left behind,
+// once, and returns the freed pages to the OS. The limit follows what is
+// held, so it never makes the runtime collect back to back (it would then
+// spend up to half the CPU on it).
 const (
-	memoryFloor    = 32 << 20
-	memoryHeadroom = 1.5
-	memoryTick     = 500 * time.Millisecond
+	memoryFloor   = 32 << 20
+	memoryBusy    = 2.0
+	memorySettled = 1.2
+	memoryTick    = 500 * time.Millisecond
+	memorySettle  = 2 * memoryTick
 )
 
 // parseMemoryLimit reads a memory-limit setting: "auto", "off", or a size
@@ -81,6 +87,7 @@ func LimitMemory(ctx context.Context, setting string, log *slog.Logger) error {
 		return nil // off, or GOMEMLIMIT set
 	}
 	samples := []metrics.Sample{
+		{Name: "/gc/cycles/total:gc-cycles"},
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/objects:bytes"},
@@ -91,13 +98,24 @@ func LimitMemory(ctx context.Context, setting string, log *slog.Logger) error {
 	t := time.NewTicker(memoryTick)
 	defer t.Stop()
 	defer debug.SetMemoryLimit(math.MaxInt64)
+	var cycles uint64
+	var quiet time.Duration // since the last collection finished
 	for {
 		metrics.Read(samples)
 		v := func(i int) int64 { return int64(samples[i].Value.Uint64()) }
+		if c := samples[0].Value.Uint64(); c != cycles {
+			cycles, quiet = c, 0
+		} else {
+			quiet += memoryTick
+		}
 		// Held: live objects, plus everything that is not heap objects or
 		// free heap (stacks, runtime metadata).
-		held := v(0) + v(1) - v(2) - v(3) - v(4) - v(5)
-		debug.SetMemoryLimit(max(memoryFloor, int64(float64(held)*memoryHeadroom)))
+		held := v(1) + v(2) - v(3) - v(4) - v(5) - v(6)
+		headroom := memoryBusy
+		if quiet >= memorySettle {
+			headroom = memorySettled
+		}
+		debug.SetMemoryLimit(max(memoryFloor, int64(float64(held)*headroom)))
 		select {
 		case <-ctx.Done():
 			return nil
