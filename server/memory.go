@@ -26,8 +26,8 @@ import (
 // the last memorySettle) gets memoryBusy times that: about what GOGC allows
 // anyway, so calls and connection storms pay for no extra collections. A
 // settled hub (no collection for memorySettle: nothing much allocates) gets
-// memorySettled times: the runtime then collects what a burst left behind,
-// once, and returns the freed pages to the OS. The limit follows what is
+// memorySettled times: at its next allocation the runtime collects what a
+// burst left behind, once, and it returns freed pages to stay under. The limit follows what is
 // held, so it never makes the runtime collect back to back (it would then
 // spend up to half the CPU on it).
 const (
