@@ -194,3 +194,14 @@ func Truncate(b []byte, n int) string {
 	}
 	return string(b[:n]) + "…"
 }
+
+// Snapshot is one device as stored: what a durable cache gives back to the
+// registry when the hub starts.
+type Snapshot struct {
+	Device    Device
+	ToolsHash string
+	Tools     []Tool
+	Things    []Thing
+	// ToolsSaved is when the tool list was last written.
+	ToolsSaved time.Time
+}

@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/catalog"
 	ct "github.com/xiaozhi-hub/hub/catalog/catalogtest"
+	"github.com/xiaozhi-hub/hub/internal/pipenet"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
@@ -52,6 +55,8 @@ type setup struct {
 	provider string
 	specs    []ct.Spec
 	cfg      agent.Config
+	// net, when set, carries the model API in memory (for synctest).
+	net *pipenet.Listener
 }
 
 func start(t *testing.T, s setup, b brain) (*agent.Agent, *fakeLLM, *registry.Registry, map[string]*ct.Device) {
@@ -59,11 +64,18 @@ func start(t *testing.T, s setup, b brain) (*agent.Agent, *fakeLLM, *registry.Re
 	var f *fakeLLM
 	cfg := s.cfg
 	cfg.Provider, cfg.APIKey, cfg.Model = s.provider, "test-key", "test-model"
+	var ls []net.Listener
+	if s.net != nil {
+		ls = []net.Listener{s.net}
+		tr := &http.Transport{DialContext: s.net.DialContext}
+		t.Cleanup(tr.CloseIdleConnections)
+		cfg.HTTPClient = &http.Client{Transport: tr}
+	}
 	if s.provider == agent.ProviderAnthropic {
-		f = anthropicFake(t, b)
+		f = anthropicFake(t, b, ls...)
 		cfg.BaseURL = f.srv.URL
 	} else {
-		f = openaiFake(t, b)
+		f = openaiFake(t, b, ls...)
 		cfg.BaseURL = f.srv.URL + "/v1"
 	}
 	if s.specs == nil {

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"testing"
@@ -11,8 +12,8 @@ import (
 // tool_use / tool_result blocks, answering JSON or (stream:true) the event
 // stream message_start, content_block_start/delta/stop, message_delta,
 // message_stop, with tool input split into input_json_delta fragments.
-func anthropicFake(t testing.TB, b brain) *fakeLLM {
-	return newFake(t, b, func(f *fakeLLM) http.HandlerFunc {
+func anthropicFake(t testing.TB, b brain, l ...net.Listener) *fakeLLM {
+	return newFake(t, b, l, func(f *fakeLLM) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 				t.Errorf("anthropic: unexpected %s %s", r.Method, r.URL.Path)

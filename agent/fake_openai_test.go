@@ -3,6 +3,7 @@ package agent_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,8 +14,8 @@ import (
 // function tools, tool_calls and role "tool" messages, answering JSON or
 // (stream:true) chunks in which each tool call's id and name come first and
 // its arguments follow in fragments, then finish_reason, usage and [DONE].
-func openaiFake(t testing.TB, b brain) *fakeLLM {
-	return newFake(t, b, func(f *fakeLLM) http.HandlerFunc {
+func openaiFake(t testing.TB, b brain, l ...net.Listener) *fakeLLM {
+	return newFake(t, b, l, func(f *fakeLLM) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 				t.Errorf("openai: unexpected %s %s", r.Method, r.URL.Path)

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -73,9 +74,16 @@ func (f *fakeLLM) record(body map[string]any) {
 	f.mu.Unlock()
 }
 
-func newFake(t testing.TB, b brain, handler func(f *fakeLLM) http.HandlerFunc) *fakeLLM {
+// The server listens on loopback, or on l[0] when given (a pipenet
+// listener, for a test in a synctest bubble).
+func newFake(t testing.TB, b brain, l []net.Listener, handler func(f *fakeLLM) http.HandlerFunc) *fakeLLM {
 	f := &fakeLLM{t: t, brain: b}
-	f.srv = httptest.NewServer(handler(f))
+	f.srv = httptest.NewUnstartedServer(handler(f))
+	if len(l) > 0 {
+		f.srv.Listener.Close()
+		f.srv.Listener = l[0]
+	}
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	return f
 }

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/catalog"
 	ct "github.com/xiaozhi-hub/hub/catalog/catalogtest"
+	"github.com/xiaozhi-hub/hub/internal/pipenet"
 )
 
 // The lamp drops its connection while the agent's call to it is in flight:
@@ -135,17 +137,23 @@ func TestSessionHistory(t *testing.T) {
 	}
 }
 
+// A run whose device call never ends stops at the run's timeout. In a
+// synctest bubble, with the model API in memory, the timeout's clock moves
+// only while everything waits on the held device, so a loaded machine
+// cannot spend it on the model requests.
 func TestRunTimeout(t *testing.T) {
-	a, f, _, devs := start(t, setup{provider: agent.ProviderAnthropic, cfg: agent.Config{Timeout: 300 * time.Millisecond}}, seedBrain)
-	release := devs[lampID].Hold()
-	defer release()
-	rec, events := collect(t, a, "", "打开客厅的灯")
-	if rec.Outcome != agent.OutcomeTimeout || len(f.requests()) != 2 {
-		t.Fatalf("run %+v", rec)
-	}
-	if e := events[len(events)-2]; e.Type != agent.EventError || e.Code != agent.OutcomeTimeout {
-		t.Fatalf("events end with %+v", events[len(events)-2:])
-	}
+	synctest.Test(t, func(t *testing.T) {
+		a, f, _, devs := start(t, setup{provider: agent.ProviderAnthropic, cfg: agent.Config{Timeout: 300 * time.Millisecond}, net: pipenet.Listen()}, seedBrain)
+		release := devs[lampID].Hold()
+		defer release()
+		rec, events := collect(t, a, "", "打开客厅的灯")
+		if rec.Outcome != agent.OutcomeTimeout || len(f.requests()) != 2 {
+			t.Fatalf("run %+v", rec)
+		}
+		if e := events[len(events)-2]; e.Type != agent.EventError || e.Code != agent.OutcomeTimeout {
+			t.Fatalf("events end with %+v", events[len(events)-2:])
+		}
+	})
 }
 
 func TestProviderErrors(t *testing.T) {

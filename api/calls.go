@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/internal/jsonscan"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
@@ -100,7 +100,7 @@ var callBodyKeys = []string{"arguments", "timeoutMs"}
 // decodeBytes then decodes or explains. Arguments share memory with b.
 func (c *callBody) decodeFast(b []byte) bool {
 	var vals [2][]byte
-	if !protocol.OnlyObjectMembers(b, callBodyKeys, vals[:]) {
+	if !jsonscan.OnlyObjectMembers(b, callBodyKeys, vals[:]) {
 		return false
 	}
 	if t := vals[1]; t != nil && string(t) != "null" {

@@ -9,11 +9,12 @@ import (
 	"slices"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/internal/jsonscan"
 	"github.com/xiaozhi-hub/hub/protocol"
 )
 
-// ProtocolVersion is what the firmware implements and answers.
-const ProtocolVersion = "2024-11-05"
+// protocolVersion is what the firmware implements and answers.
+const protocolVersion = "2024-11-05"
 
 // ServerInfo is the device's answer to initialize.
 type ServerInfo struct {
@@ -30,7 +31,7 @@ func (c *Client) Initialize(ctx context.Context) (ServerInfo, error) {
 		caps["vision"] = c.opts.Vision // top level: where the firmware reads it (docs/protocol.md §8.3)
 	}
 	params := map[string]any{
-		"protocolVersion": ProtocolVersion,
+		"protocolVersion": protocolVersion,
 		"capabilities":    caps,
 		"clientInfo":      map[string]string{"name": "xiaozhi-hub", "version": c.opts.ClientVersion},
 	}
@@ -186,7 +187,7 @@ func decodePage(r protocol.RPC, tools *[]json.RawMessage, next *json.RawMessage)
 	switch list := vals[0]; {
 	case list == nil || string(list) == "null":
 	case list[0] == '[':
-		protocol.ValidElements(list, func(e []byte) bool {
+		jsonscan.ValidElements(list, func(e []byte) bool {
 			*tools = append(*tools, e)
 			return true
 		})
@@ -204,20 +205,20 @@ func decodePage(r protocol.RPC, tools *[]json.RawMessage, next *json.RawMessage)
 // page is), so that it is not checked again.
 func decodeToolFast(raw []byte, valid bool) (hub.Tool, bool) {
 	var v [4][]byte
-	members := protocol.ObjectMembers
+	members := jsonscan.ObjectMembers
 	if valid {
-		members = protocol.ValidMembers
+		members = jsonscan.ValidMembers
 	}
 	if !members(raw, toolKeys, v[:]) {
 		return hub.Tool{}, false
 	}
-	name, ok := protocol.String(v[0])
+	name, ok := jsonscan.String(v[0])
 	if !ok || name == "" {
 		return hub.Tool{}, false
 	}
 	t := hub.Tool{Name: name}
 	if d := v[1]; d != nil && string(d) != "null" {
-		if t.Description, ok = protocol.String(d); !ok {
+		if t.Description, ok = jsonscan.String(d); !ok {
 			return hub.Tool{}, false
 		}
 	}

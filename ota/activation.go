@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/protocol"
 )
 
 // Activation is a code waiting for a person (hub.Activation).
@@ -88,7 +88,7 @@ func (s *Service) serveActivate(w http.ResponseWriter, r *http.Request) {
 	if !s.admit(w, r) {
 		return
 	}
-	id, err := session.ParseIdentity(r)
+	id, err := protocol.ParseIdentity(r)
 	if err != nil {
 		s.refuse(w, r, err)
 		return

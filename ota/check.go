@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/protocol"
 )
 
 // maxCheckBody bounds the system-info body (the firmware's is ~2 KB).
@@ -118,7 +118,7 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) readCheck(w http.ResponseWriter, r *http.Request) (checkInfo, error) {
-	id, err := session.ParseIdentity(r)
+	id, err := protocol.ParseIdentity(r)
 	if err != nil {
 		return checkInfo{}, err
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/protocol"
 )
 
 func tokenOf(ans map[string]any) string {
@@ -36,10 +36,10 @@ func TestRecordWithoutClientIDIsBoundAtNextCheck(t *testing.T) {
 	if tokenOf(ans) != "" || ans["activation"] == nil {
 		t.Fatalf("a stranger with the MAC got a token: %v", ans)
 	}
-	if err := s.Authorize(nil, session.Identity{DeviceID: id, ClientID: "uuid-stranger", Token: tok}); hub.ErrorCode(err) != hub.EUNAUTHORIZED {
+	if err := s.Authorize(nil, protocol.Identity{DeviceID: id, ClientID: "uuid-stranger", Token: tok}); hub.ErrorCode(err) != hub.EUNAUTHORIZED {
 		t.Fatalf("the device's token with another Client-Id: %v", err)
 	}
-	if err := s.Authorize(nil, session.Identity{DeviceID: id, ClientID: "uuid-real", Token: tok}); err != nil {
+	if err := s.Authorize(nil, protocol.Identity{DeviceID: id, ClientID: "uuid-real", Token: tok}); err != nil {
 		t.Fatalf("the device itself: %v", err)
 	}
 }
@@ -60,7 +60,7 @@ func TestTokenPolicyStoresNothingUntilConnectAndBinds(t *testing.T) {
 	}
 	const id = "aa:00:00:00:02:01"
 	_, ans := checkAs(t, s, id, "uuid-real", "10.0.2.1:1")
-	if err := s.Authorize(nil, session.Identity{DeviceID: id, ClientID: "uuid-real", Token: tokenOf(ans)}); err != nil {
+	if err := s.Authorize(nil, protocol.Identity{DeviceID: id, ClientID: "uuid-real", Token: tokenOf(ans)}); err != nil {
 		t.Fatal(err)
 	}
 	if st.m[id].ClientID != "uuid-real" {

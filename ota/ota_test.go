@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/protocol"
 )
 
 // memStore is an in-memory Store.
@@ -264,7 +264,7 @@ func TestTooManyPendingIsRefusedCleanly(t *testing.T) {
 
 func TestApprovalAndRevocation(t *testing.T) {
 	s, _, st := newService(t, nil)
-	id := session.Identity{DeviceID: "aa:00:00:00:00:01"}
+	id := protocol.Identity{DeviceID: "aa:00:00:00:00:01"}
 	_, ans := check(t, s, id.DeviceID)
 	code := ans["activation"].(map[string]any)["code"].(string)
 	if err := s.Authorize(nil, id); hub.ErrorCode(err) != hub.EUNAUTHORIZED || !strings.Contains(err.Error(), "not approved") {

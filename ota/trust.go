@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/protocol"
 )
 
 // Trust is the core's trust record of a device (see hub.Trust).
@@ -32,7 +32,7 @@ type Store interface {
 
 // Authorize is the device endpoint's policy (session.Options.Authorize).
 // Refusals are EUNAUTHORIZED errors saying what to do.
-func (s *Service) Authorize(r *http.Request, id session.Identity) error {
+func (s *Service) Authorize(r *http.Request, id protocol.Identity) error {
 	if s.opts.Policy == PolicyOpen {
 		return nil
 	}

@@ -5,20 +5,16 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/xiaozhi-hub/hub/internal/jsonscan"
 )
 
-// decodeBoth decodes in with and without the fast paths.
-func decodeBoth[T any](in []byte, decode func([]byte) (T, error)) (fast, slow T, fastErr, slowErr error) {
-	fast, fastErr = decode(in)
-	fastPaths = false
-	defer func() { fastPaths = true }()
-	slow, slowErr = decode(in)
-	return
-}
-
-func sameResult[T any](t *testing.T, in []byte, decode func([]byte) (T, error)) {
+// sameResult decodes in with decode (fast path first) and with slow
+// (encoding/json alone) and checks that they agree.
+func sameResult[T any](t *testing.T, in []byte, decode, decodeJSON func([]byte) (T, error)) {
 	t.Helper()
-	fast, slow, fe, se := decodeBoth(in, decode)
+	fast, fe := decode(in)
+	slow, se := decodeJSON(in)
 	if fmt.Sprint(fe) != fmt.Sprint(se) {
 		t.Fatalf("%q: error %v, encoding/json says %v", in, fe, se)
 	}
@@ -75,7 +71,7 @@ var envelopes = []string{
 
 func TestDecodeMessageFastMatchesEncodingJSON(t *testing.T) {
 	for _, in := range envelopes {
-		sameResult(t, []byte(in), DecodeMessage)
+		sameResult(t, []byte(in), DecodeMessage, decodeMessageJSON)
 	}
 }
 
@@ -101,35 +97,19 @@ var payloads = []string{
 
 func TestDecodeRPCFastMatchesEncodingJSON(t *testing.T) {
 	for _, in := range payloads {
-		sameResult(t, []byte(in), DecodeRPC)
+		sameResult(t, []byte(in), DecodeRPC, decodeRPCJSON)
 	}
 }
 
 func TestFastPathsAreUsed(t *testing.T) {
 	in := []byte(`{"session_id":"abc","type":"mcp","payload":{"jsonrpc":"2.0","id":1,"result":{}}}`)
-	m, ok := decodeMessageFast(in, in)
+	m, ok := decodeMessageFast(in)
 	if !ok || m.Type != "mcp" || m.SessionID != "abc" || string(m.Payload) != `{"jsonrpc":"2.0","id":1,"result":{}}` {
 		t.Fatalf("envelope: %+v %v", m, ok)
 	}
 	r, ok := decodeRPCFast(m.Payload)
 	if !ok || string(r.ID) != "1" || string(r.Result) != "{}" {
 		t.Fatalf("rpc: %+v %v", r, ok)
-	}
-}
-
-func TestObjectMembers(t *testing.T) {
-	keys := []string{"content", "isError"}
-	vals := make([][]byte, 2)
-	if !ObjectMembers([]byte(` {"isError":true, "content":[{"type":"text","text":"x"}]} `), keys, vals) {
-		t.Fatal("not found")
-	}
-	if string(vals[0]) != `[{"type":"text","text":"x"}]` || string(vals[1]) != "true" {
-		t.Fatalf("vals %q", vals)
-	}
-	for _, bad := range []string{`[1]`, `{"isError":true`, `{"IsError":true}`, ``, `"s"`} {
-		if ObjectMembers([]byte(bad), keys, make([][]byte, 2)) {
-			t.Errorf("%q accepted", bad)
-		}
 	}
 }
 
@@ -141,10 +121,10 @@ func FuzzDecodeMessage(f *testing.F) {
 		f.Add([]byte(`{"type":"mcp","payload":` + s + `}`))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		sameResult(t, in, DecodeMessage)
+		sameResult(t, in, DecodeMessage, decodeMessageJSON)
 		m, err := DecodeMessage(in)
 		if err == nil && m.Payload != nil && bytes.HasPrefix(bytes.TrimSpace(m.Payload), []byte("{")) {
-			sameResult(t, m.Payload, DecodeRPC)
+			sameResult(t, m.Payload, DecodeRPC, decodeRPCJSON)
 			samePayload(t, m)
 		}
 	})
@@ -155,7 +135,7 @@ func FuzzDecodeRPC(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		sameResult(t, in, DecodeRPC)
+		sameResult(t, in, DecodeRPC, decodeRPCJSON)
 	})
 }
 
@@ -169,47 +149,13 @@ func TestEnvelopePrefix(t *testing.T) {
 	}
 }
 
-func TestArrayElementsAndString(t *testing.T) {
-	var got []string
-	ok := ArrayElements([]byte(` [ {"a":"]"} , 1,"x\"y",[2,[3]] ,null] `), func(e []byte) bool {
-		got = append(got, string(e))
-		return true
-	})
-	want := []string{`{"a":"]"}`, `1`, `"x\"y"`, `[2,[3]]`, `null`}
-	if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("%v %q", ok, got)
-	}
-	for _, bad := range []string{`{}`, `[1,`, ``} {
-		if ArrayElements([]byte(bad), func([]byte) bool { t.Error("called"); return true }) {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	n := 0
-	ArrayElements([]byte(`[1,2,3]`), func([]byte) bool { n++; return n < 2 })
-	if n != 2 {
-		t.Errorf("did not stop: %d", n)
-	}
-	for in, want := range map[string]string{`"plain"`: "plain", `"a\nb\u00e9"`: "a\nbé", `"é"`: "é"} {
-		if s, ok := String([]byte(in)); !ok || s != want {
-			t.Errorf("String(%s) = %q %v", in, s, ok)
-		}
-	}
-	for _, bad := range []string{`1`, `null`, `"x`, ``} {
-		if _, ok := String([]byte(bad)); ok {
-			t.Errorf("String(%s) accepted", bad)
-		}
-	}
-}
-
 // samePayload checks that m.DecodePayload, which trusts a checked frame,
 // answers as encoding/json does, and that ResultMembers agrees with
 // ObjectMembers on the result.
 func samePayload(t *testing.T, m Message) {
 	t.Helper()
 	got, err := m.DecodePayload()
-	fastPaths = false
-	want, werr := DecodeRPC(m.Payload)
-	fastPaths = true
+	want, werr := decodeRPCJSON(m.Payload)
 	if fmt.Sprint(err) != fmt.Sprint(werr) || !equalish(got, want) {
 		t.Fatalf("%q: DecodePayload %+v %v, encoding/json %+v %v", m.Raw, got, err, want, werr)
 	}
@@ -218,7 +164,7 @@ func samePayload(t *testing.T, m Message) {
 	}
 	keys := []string{"content", "isError", "tools", "nextCursor"}
 	a, b := make([][]byte, 4), make([][]byte, 4)
-	okA, okB := got.ResultMembers(keys, a), ObjectMembers(got.Result, keys, b)
+	okA, okB := got.ResultMembers(keys, a), jsonscan.ObjectMembers(got.Result, keys, b)
 	if okA != okB || fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatalf("%q: ResultMembers %v %q, ObjectMembers %v %q", got.Result, okA, a, okB, b)
 	}

@@ -1,8 +1,12 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+
+	"github.com/xiaozhi-hub/hub/internal/jsonscan"
 )
 
 // AudioParams describes an Opus stream.
@@ -61,6 +65,60 @@ func DecodeClientHello(raw []byte) (ClientHello, error) {
 		h.AudioParams = &ap
 	}
 	return h, nil
+}
+
+// Hello decodes m, a "hello" message, as DecodeClientHello(m.Raw) does.
+// When DecodeMessage has checked the frame, the hello's members are found by
+// scanning it, not by decoding it a second time with encoding/json; anything
+// unusual (an error to report, a key encoding/json would match differently)
+// goes to DecodeClientHello, so results and errors are the same.
+func (m Message) Hello() (ClientHello, error) {
+	if m.valid {
+		if h, ok := helloFast(m.Raw); ok {
+			return h, nil
+		}
+	}
+	return DecodeClientHello(m.Raw)
+}
+
+var (
+	helloKeys   = []string{"version", "transport", "features", "audio_params"}
+	featureKeys = []string{"mcp"}
+)
+
+// helloFast is DecodeClientHello for a well-formed hello in raw, which is
+// known to be valid JSON.
+func helloFast(raw []byte) (ClientHello, bool) {
+	var vals [4][]byte
+	if !jsonscan.ValidMembers(raw, helloKeys, vals[:]) {
+		return ClientHello{}, false
+	}
+	version, transport, features, audio := vals[0], vals[1], vals[2], vals[3]
+	var h ClientHello
+	if version != nil && string(version) != "null" {
+		f, err := strconv.ParseFloat(string(version), 64)
+		if err != nil || f != float64(int(f)) {
+			return ClientHello{}, false // the general path says what is wrong
+		}
+		h.Version = int(f)
+	}
+	h.Transport, _ = jsonscan.String(transport) // not a string: "", as encoding/json leaves it
+	if features != nil && string(features) != "null" {
+		var mcp [1][]byte
+		if !jsonscan.ValidMembers(features, featureKeys, mcp[:]) {
+			return ClientHello{}, false
+		}
+		h.Features = bytes.Clone(features) // kept for the connection: not the frame's memory
+		h.MCP = string(mcp[0]) == "true"
+	}
+	if audio != nil && string(audio) != "null" {
+		var ap AudioParams
+		if json.Unmarshal(audio, &ap) != nil {
+			return ClientHello{}, false
+		}
+		h.AudioParams = &ap
+	}
+	return h, true
 }
 
 // ServerHello builds the hub's hello reply. The firmware needs "transport"

@@ -66,6 +66,14 @@ func parseIntID(raw json.RawMessage) (int64, bool) {
 // without "code" and is strict only where meaning would otherwise be lost.
 // The raw members of the result may share memory with payload.
 func DecodeRPC(payload []byte) (RPC, error) {
+	if m, ok := decodeRPCFast(payload); ok {
+		return m, nil
+	}
+	return decodeRPCJSON(payload)
+}
+
+// decodeRPCJSON is DecodeRPC by encoding/json alone.
+func decodeRPCJSON(payload []byte) (RPC, error) {
 	var fields struct {
 		JSONRPC json.RawMessage `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -77,9 +85,6 @@ func DecodeRPC(payload []byte) (RPC, error) {
 	trimmed := bytes.TrimSpace(payload)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return RPC{}, fmt.Errorf("%w: MCP payload is not a JSON object", ErrMalformed)
-	}
-	if m, ok := decodeRPCFast(trimmed); ok && fastPaths {
-		return m, nil
 	}
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return RPC{}, fmt.Errorf("%w: MCP payload: %v", ErrMalformed, err)

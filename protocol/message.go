@@ -40,6 +40,14 @@ type Message struct {
 // DecodeMessage decodes a text frame. It fails, wrapping ErrMalformed, when
 // the frame is not a JSON object or its "type" is missing or not a string.
 func DecodeMessage(data []byte) (Message, error) {
+	if m, ok := decodeMessageFast(data); ok {
+		return m, nil
+	}
+	return decodeMessageJSON(data)
+}
+
+// decodeMessageJSON is DecodeMessage by encoding/json alone.
+func decodeMessageJSON(data []byte) (Message, error) {
 	var fields struct {
 		Type      json.RawMessage `json:"type"`
 		SessionID json.RawMessage `json:"session_id"`
@@ -48,9 +56,6 @@ func DecodeMessage(data []byte) (Message, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return Message{}, fmt.Errorf("%w: text frame is not a JSON object", ErrMalformed)
-	}
-	if m, ok := decodeMessageFast(data, trimmed); ok && fastPaths {
-		return m, nil
 	}
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return Message{}, fmt.Errorf("%w: invalid JSON: %v", ErrMalformed, err)

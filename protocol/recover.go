@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/xiaozhi-hub/hub/internal/jsonscan"
 )
 
 // ValidText returns data, a text frame from a device, as valid UTF-8: each
@@ -74,10 +76,10 @@ func memberValue(b []byte, key string) int {
 			}
 			i++
 		case '"':
-			end := skipString(b, i)
+			end := jsonscan.SkipString(b, i)
 			if depth == 1 && end-i == len(key)+2 && string(b[i+1:end-1]) == key {
-				if j := skipSpace(b, end); j < len(b) && b[j] == ':' {
-					if v := skipSpace(b, j+1); v < len(b) {
+				if j := jsonscan.SkipSpace(b, end); j < len(b) && b[j] == ':' {
+					if v := jsonscan.SkipSpace(b, j+1); v < len(b) {
 						return v
 					}
 					return -1

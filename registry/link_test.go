@@ -73,7 +73,7 @@ func failing(h *registrytest.Hub, op string) {
 }
 
 // stored returns the device as the store has it after a restart, or false.
-func stored(t *testing.T, h *registrytest.Hub, id string) (registry.Snapshot, bool) {
+func stored(t *testing.T, h *registrytest.Hub, id string) (hub.Snapshot, bool) {
 	t.Helper()
 	snaps, err := h.DB.LoadAll(context.Background())
 	if err != nil {
@@ -84,7 +84,7 @@ func stored(t *testing.T, h *registrytest.Hub, id string) (registry.Snapshot, bo
 			return s, true
 		}
 	}
-	return registry.Snapshot{}, false
+	return hub.Snapshot{}, false
 }
 
 // TestLinkLifecycle: what a device's connection reports reaches memory and

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"time"
 
 	"github.com/xiaozhi-hub/hub"
 )
@@ -16,7 +15,7 @@ import (
 // as an error with code hub.ENOTFOUND.
 type Store interface {
 	// LoadAll returns every known device with its tools and things, for Load.
-	LoadAll(ctx context.Context) ([]Snapshot, error)
+	LoadAll(ctx context.Context) ([]hub.Snapshot, error)
 
 	// SaveDevice inserts or updates a device's identity and metadata
 	// (everything in hub.Device except the derived fields).
@@ -47,14 +46,4 @@ type Store interface {
 
 	// Events returns the newest events, newest first, optionally for one device.
 	Events(ctx context.Context, deviceID string, limit int) ([]hub.Event, error)
-}
-
-// Snapshot is one device as stored.
-type Snapshot struct {
-	Device    hub.Device
-	ToolsHash string
-	Tools     []hub.Tool
-	Things    []hub.Thing
-	// ToolsSaved is when the tool list was last written.
-	ToolsSaved time.Time
 }

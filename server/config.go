@@ -67,6 +67,10 @@ type Config struct {
 	MCPSessionTimeout time.Duration `yaml:"mcp-session-timeout" help:"close an /mcp session that made no request for this long"`
 	SSEMaxStreams     int           `yaml:"sse-max-streams" help:"most GET /api/events streams open at once; more are refused with 429"`
 	SSEWriteTimeout   time.Duration `yaml:"sse-write-timeout" help:"drop a client of an event stream or /mcp stream that has not taken a write for this long"`
+
+	// MemoryLimit is applied by the process's owner with LimitMemory (see
+	// memory.go), not by Open: the limit is process-wide.
+	MemoryLimit string `yaml:"memory-limit" help:"soft memory limit for the Go runtime: auto (follows what the hub holds: 2x while busy, 1.2x once settled, at least 32MiB), off, or a size such as 512MiB (GOMEMLIMIT wins over auto)"`
 }
 
 // DefaultConfig returns the settings used when nothing else is given.
@@ -88,6 +92,7 @@ func DefaultConfig() Config {
 		MCPSessionTimeout: 10 * time.Minute,
 		SSEMaxStreams:     64,
 		SSEWriteTimeout:   15 * time.Second,
+		MemoryLimit:       "auto",
 	}
 }
 
@@ -123,6 +128,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("demo: %d devices is outside 0..1000", c.Demo))
 	}
 	errs = append(errs, c.validateLimits()...)
+	if _, _, err := parseMemoryLimit(c.MemoryLimit); err != nil {
+		errs = append(errs, err)
+	}
 	switch c.LogFormat {
 	case "text", "json":
 	default:

@@ -9,9 +9,9 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-// LockFile is the file, in the data directory, that a running hub holds an
+// lockFile is the file, in the data directory, that a running hub holds an
 // exclusive lock on. It names the hub's pid and listen address.
-const LockFile = "hub.lock"
+const lockFile = "hub.lock"
 
 // dirLock is the running hub's hold on its data directory: two hubs on one
 // database would each serve their own cache and diverge.
@@ -24,7 +24,7 @@ type dirLock struct {
 // that holds it. The lock ends with the process (also on kill -9); the file
 // stays.
 func lockDataDir(dir string) (*dirLock, error) {
-	path := filepath.Join(dir, LockFile)
+	path := filepath.Join(dir, lockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("data dir lock: %w", err)

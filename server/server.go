@@ -89,7 +89,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		cfg.DeviceTokens = []string{inProcessToken()}
 	}
 	trust, err := ota.New(ctx, ota.Options{
-		Store: st, Registry: reg, SecretPath: filepath.Join(cfg.DataDir, DeviceSecretFile),
+		Store: st, Registry: reg, SecretPath: filepath.Join(cfg.DataDir, deviceSecretFile),
 		Policy: cfg.DeviceAuth, DeviceTokens: cfg.DeviceTokens, PublicURL: cfg.PublicURL,
 		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
 		Logger: log.With("component", "ota"),
@@ -248,9 +248,9 @@ func (h *Hub) closeCore() {
 	h.lock.release() // after the store: the next hub may open it at once
 }
 
-// DeviceSecretFile is the file, in the data directory, of the secret that
+// deviceSecretFile is the file, in the data directory, of the secret that
 // signs device tokens. Deleting it invalidates every token issued.
-const DeviceSecretFile = "device-secret"
+const deviceSecretFile = "device-secret"
 
 func inProcessToken() string {
 	var b [24]byte

@@ -25,7 +25,7 @@ type Options struct {
 	Registry *registry.Registry
 	// Authorize decides whether a device may connect; nil admits every
 	// device. An error with code EUNAUTHORIZED becomes a 401 with its message.
-	Authorize func(r *http.Request, id Identity) error
+	Authorize func(r *http.Request, id protocol.Identity) error
 	Logger    *slog.Logger
 	Metrics   *metrics.Metrics
 
@@ -122,7 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, err)
 		return
 	}
-	id, err := ParseIdentity(r)
+	id, err := protocol.ParseIdentity(r)
 	if err != nil {
 		s.m.Handshake("bad_request")
 		httpError(w, http.StatusBadRequest, err)
@@ -155,7 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // caller's goroutine, then the connection is served on a goroutine owned
 // by the Server until it ends. Serve returns after the handshake; it
 // reports whether the connection is being served.
-func (s *Server) Serve(c Connection, id Identity, remote string) bool {
+func (s *Server) Serve(c Connection, id protocol.Identity, remote string) bool {
 	sess := newSession(s, c, id, remote)
 	s.mu.Lock()
 	if s.closed {

@@ -24,7 +24,7 @@ import (
 type session struct {
 	srv    *Server
 	c      Connection
-	id     Identity
+	id     protocol.Identity
 	remote string
 	sid    string // the session_id we give the device
 	// envelope is the start of every MCP message to the device
@@ -52,7 +52,7 @@ type session struct {
 	badFrames   int
 }
 
-func newSession(s *Server, c Connection, id Identity, remote string) *session {
+func newSession(s *Server, c Connection, id protocol.Identity, remote string) *session {
 	sess := &session{
 		srv: s, c: c, id: id, remote: remote, sid: newSessionID(),
 		log:         s.log.With("device", id.DeviceID),
@@ -146,7 +146,7 @@ func (s *session) handshake(ctx context.Context) error {
 			s.srv.m.ProtocolError("before_hello")
 			continue
 		}
-		h, err := protocol.DecodeClientHello(data)
+		h, err := m.Hello() // the frame is decoded once
 		if err != nil {
 			s.srv.m.Handshake("bad_hello")
 			s.c.Close(CloseProtocol, hub.Truncate([]byte(err.Error()), 120))

@@ -112,7 +112,7 @@ func TestSessionOverAnotherTransport(t *testing.T) {
 	c.in <- session.Message{Kind: session.AudioMessage, Audio: session.AudioFrame{Data: []byte{1, 2, 3}}, Size: 7} // before the hello: ignored
 	c.in <- session.Message{Kind: session.TextMessage, Text: []byte(`{"type":"hello","version":3,"transport":"udp","features":{"mcp":true}}`)}
 	served := make(chan bool, 1)
-	go func() { served <- srv.Serve(c, session.Identity{DeviceID: id, ClientID: "c1"}, "mqtt 192.0.2.7") }()
+	go func() { served <- srv.Serve(c, protocol.Identity{DeviceID: id, ClientID: "c1"}, "mqtt 192.0.2.7") }()
 
 	next := func() map[string]any {
 		t.Helper()
@@ -217,7 +217,7 @@ func TestIoTStorageDoesNotHoldTheReadLoop(t *testing.T) {
 	const id = "aa:00:00:00:00:43"
 	c := newPipeConn()
 	c.in <- session.Message{Kind: session.TextMessage, Text: []byte(`{"type":"hello","version":1,"transport":"udp"}`)}
-	if !srv.Serve(c, session.Identity{DeviceID: id}, "test") {
+	if !srv.Serve(c, protocol.Identity{DeviceID: id}, "test") {
 		t.Fatal("Serve refused the connection")
 	}
 	<-c.out // the server hello

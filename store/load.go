@@ -8,13 +8,12 @@ import (
 	"slices"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/registry"
 )
 
 // LoadAll returns every stored device, ordered by id, with its tools and
 // things, read from one consistent snapshot. Device.ToolsHash is set from the
 // stored tool list; the other derived fields are left zero.
-func (s *Store) LoadAll(ctx context.Context) ([]registry.Snapshot, error) {
+func (s *Store) LoadAll(ctx context.Context) ([]hub.Snapshot, error) {
 	snaps, err := s.loadAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load devices: %w", err)
@@ -22,7 +21,7 @@ func (s *Store) LoadAll(ctx context.Context) ([]registry.Snapshot, error) {
 	return snaps, nil
 }
 
-func (s *Store) loadAll(ctx context.Context) ([]registry.Snapshot, error) {
+func (s *Store) loadAll(ctx context.Context) ([]hub.Snapshot, error) {
 	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -69,7 +68,7 @@ func loadToolSets(ctx context.Context, tx *sql.Tx) (map[string][]hub.Tool, error
 	return sets, nil
 }
 
-func loadDevices(ctx context.Context, tx *sql.Tx, sets map[string][]hub.Tool) ([]registry.Snapshot, error) {
+func loadDevices(ctx context.Context, tx *sql.Tx, sets map[string][]hub.Tool) ([]hub.Snapshot, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, client_id, name, room, aliases, board, firmware,
 		protocol_version, features, mcp, system_info, first_seen, last_seen, tools_hash, tools_saved
 		FROM devices ORDER BY id`)
@@ -77,7 +76,7 @@ func loadDevices(ctx context.Context, tx *sql.Tx, sets map[string][]hub.Tool) ([
 		return nil, fmt.Errorf("devices: %w", err)
 	}
 	defer rows.Close()
-	var snaps []registry.Snapshot
+	var snaps []hub.Snapshot
 	for rows.Next() {
 		var d hub.Device
 		var aliases []byte
@@ -93,7 +92,7 @@ func loadDevices(ctx context.Context, tx *sql.Tx, sets map[string][]hub.Tool) ([
 		d.Features, d.SystemInfo = rawCol(features), rawCol(sysInfo)
 		d.FirstSeen, d.LastSeen = timeCol(first), timeCol(last)
 		d.ToolsHash = hash.String
-		snap := registry.Snapshot{Device: d, ToolsHash: hash.String, ToolsSaved: timeCol(saved)}
+		snap := hub.Snapshot{Device: d, ToolsHash: hash.String, ToolsSaved: timeCol(saved)}
 		if hash.Valid {
 			tools, ok := sets[hash.String]
 			if !ok {
@@ -112,7 +111,7 @@ func loadDevices(ctx context.Context, tx *sql.Tx, sets map[string][]hub.Tool) ([
 }
 
 // loadThings attaches things to snaps (ordered by device id).
-func loadThings(ctx context.Context, tx *sql.Tx, snaps []registry.Snapshot) error {
+func loadThings(ctx context.Context, tx *sql.Tx, snaps []hub.Snapshot) error {
 	rows, err := tx.QueryContext(ctx, `SELECT device_id, descriptor, state, state_updated
 		FROM things ORDER BY device_id, name`)
 	if err != nil {

@@ -22,12 +22,9 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/registry"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
-
-var _ registry.Store = (*Store)(nil)
 
 // ErrClosed is returned by writes made after Close.
 var ErrClosed = errors.New("store is closed")

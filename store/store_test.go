@@ -17,6 +17,10 @@ import (
 	"github.com/xiaozhi-hub/hub/store"
 )
 
+// The store is what the registry writes through to (checked here, not in
+// the store, so that the store does not import the registry).
+var _ registry.Store = (*store.Store)(nil)
+
 // openStore opens a store on path and closes it when the test ends.
 func openStore(t testing.TB, path string, opts store.Options) *store.Store {
 	t.Helper()
@@ -78,13 +82,13 @@ func sampleThing(name string) hub.Thing {
 	}
 }
 
-func loadAll(t testing.TB, s *store.Store) map[string]registry.Snapshot {
+func loadAll(t testing.TB, s *store.Store) map[string]hub.Snapshot {
 	t.Helper()
 	snaps, err := s.LoadAll(context.Background())
 	if err != nil {
 		t.Fatalf("LoadAll: %v", err)
 	}
-	m := make(map[string]registry.Snapshot, len(snaps))
+	m := make(map[string]hub.Snapshot, len(snaps))
 	for _, sn := range snaps {
 		m[sn.Device.ID] = sn
 	}

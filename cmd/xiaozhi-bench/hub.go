@@ -42,6 +42,7 @@ func hubMain(args []string) error {
 	token := fs.String("api-token", "", "admin API token")
 	logLevel := fs.String("log-level", "warn", "hub log level")
 	logFile := fs.String("log-file", "", "write the hub's log here (default stderr)")
+	memLimit := fs.String("memory-limit", "auto", "the hub's memory-limit setting")
 	pprofAddr := fs.String("pprof", "", "serve pprof and bench controls on this address")
 	startupProfile := fs.String("startup-profile", "", "write a CPU profile of the start (until listening) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +97,15 @@ func hubMain(args []string) error {
 	if *startupProfile != "" {
 		rpprof.StopCPUProfile()
 	}
+	mctx, stopLimit := context.WithCancel(ctx)
+	var limiting sync.WaitGroup
+	limiting.Go(func() {
+		if err := server.LimitMemory(mctx, *memLimit, log); err != nil {
+			log.Error("memory limit", "err", err)
+		}
+	})
+	defer limiting.Wait()
+	defer stopLimit()
 	fmt.Printf("hub %s\n", h.Addr())
 	return h.Run(ctx)
 }
@@ -208,6 +218,7 @@ type hubOptions struct {
 	logLevel string
 	logFile  string
 	pprof    bool
+	memLimit string // the hub's memory-limit setting; "" means its default
 }
 
 // startHub re-executes this binary in the hub role and waits until it
@@ -226,6 +237,9 @@ func startHub(ctx context.Context, o hubOptions) (*hubProc, error) {
 	}
 	if o.pprof {
 		args = append(args, "--pprof", "127.0.0.1:0")
+	}
+	if o.memLimit != "" {
+		args = append(args, "--memory-limit", o.memLimit)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr

@@ -36,22 +36,29 @@ func runIdle(e *env) (*IdleResult, error) {
 		if err := e.waitReady(h, n, 120*time.Second); err != nil {
 			return res, err
 		}
-		time.Sleep(2 * time.Second) // let connection set-up garbage die
+		time.Sleep(3 * time.Second) // idle, as an operator would look
 		st, err := footprint(ctx, h, n, &base)
 		if err != nil {
 			return res, err
 		}
 		res.Steps = append(res.Steps, st)
-		e.progress("idle: %d devices: RSS %s (%.1f KB/device), heap %s (%.1f KB/device), stacks %.1f KB/device, %d goroutines",
-			n, mib(st.RSS), st.RSSPerDevice, mib(st.HeapInuse), st.HeapPerDevice, st.StackPerDevice, st.Goroutines)
+		e.progress("idle: %d devices: unforced RSS %s (%.1f KB/device), heap %s (%.1f KB/device), stacks %s; after GC RSS %s (%.1f KB/device), heap %s (%.1f KB/device), stacks %.1f KB/device, %d goroutines",
+			n, mib(st.RSSUnforced), st.RSSPerDeviceUnf, mib(st.HeapUnforced), st.HeapPerDeviceUnf, mib(st.StackUnforced),
+			mib(st.RSS), st.RSSPerDevice, mib(st.HeapInuse), st.HeapPerDevice, st.StackPerDevice, st.Goroutines)
 	}
 	e.prof.snapshot(ctx, h, fmt.Sprintf("idle-%d", cur), "heap")
 	return res, nil
 }
 
-// footprint forces a GC in the hub (returning freed memory to the OS) and
-// reads its RSS, Go heap in use and goroutines; per device against base.
+// footprint reads the hub's RSS and Go heap in use as they are, then
+// forces a GC in the hub (returning freed memory to the OS) and reads its
+// RSS, Go heap in use and goroutines again; per device against base.
 func footprint(ctx context.Context, h *hubProc, n int, base *IdleStep) (IdleStep, error) {
+	before, err := h.metrics(ctx)
+	if err != nil {
+		return IdleStep{}, err
+	}
+	rssUnforced := h.rss()
 	if err := h.control(ctx, "/bench/gc", nil); err != nil {
 		return IdleStep{}, err
 	}
@@ -61,13 +68,18 @@ func footprint(ctx context.Context, h *hubProc, n int, base *IdleStep) (IdleStep
 		return IdleStep{}, err
 	}
 	st := IdleStep{
-		Devices:    n,
-		RSS:        h.rss(),
-		HeapInuse:  int64(ms.get("go_memstats_heap_inuse_bytes")),
-		StackInuse: int64(ms.get("go_memstats_stack_inuse_bytes")),
-		Goroutines: int(ms.get("go_goroutines")),
+		Devices:       n,
+		RSSUnforced:   rssUnforced,
+		HeapUnforced:  int64(before.get("go_memstats_heap_inuse_bytes")),
+		StackUnforced: int64(before.get("go_memstats_stack_inuse_bytes")),
+		RSS:           h.rss(),
+		HeapInuse:     int64(ms.get("go_memstats_heap_inuse_bytes")),
+		StackInuse:    int64(ms.get("go_memstats_stack_inuse_bytes")),
+		Goroutines:    int(ms.get("go_goroutines")),
 	}
 	if base != nil && n > 0 {
+		st.RSSPerDeviceUnf = float64(st.RSSUnforced-base.RSSUnforced) / float64(n) / 1024
+		st.HeapPerDeviceUnf = float64(st.HeapUnforced-base.HeapUnforced) / float64(n) / 1024
 		st.RSSPerDevice = float64(st.RSS-base.RSS) / float64(n) / 1024
 		st.HeapPerDevice = float64(st.HeapInuse-base.HeapInuse) / float64(n) / 1024
 		st.StackPerDevice = float64(st.StackInuse-base.StackInuse) / float64(n) / 1024

@@ -77,6 +77,7 @@ type options struct {
 	sources        int
 	dialCap        int
 	hubLogLevel    string
+	hubMemLimit    string
 	jsonPath       string
 	svgPath        string
 	profileDir     string
@@ -127,6 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.sources, "sources", 4, "loopback source addresses for the devices (127.0.0.2, …)")
 	fs.IntVar(&o.dialCap, "dial-cap", 0, "connection attempts in flight at most (0: no cap)")
 	fs.StringVar(&o.hubLogLevel, "hub-log-level", "warn", "the hub's log level (its log goes to <work-dir>/<scenario>/hub.log)")
+	fs.StringVar(&o.hubMemLimit, "hub-memory-limit", "auto", "the hub's memory-limit setting (auto, off or a size)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.svgPath, "svg", "", "draw the call-latency distributions as SVG to this file")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the hub per phase (and of the generator) here")
@@ -280,7 +282,7 @@ func (e *env) hub(name string) (*hubProc, error) {
 		return nil, err
 	}
 	return startHub(e.ctx, hubOptions{
-		dataDir: dir, token: e.token, logLevel: e.opts.hubLogLevel,
+		dataDir: dir, token: e.token, logLevel: e.opts.hubLogLevel, memLimit: e.opts.hubMemLimit,
 		logFile: filepath.Join(dir, "hub.log"), pprof: true,
 	})
 }

@@ -128,8 +128,16 @@ type ReadinessResult struct {
 }
 
 // IdleStep is the hub's footprint with Devices idle devices connected.
+// The *Unforced figures are what an operator sees: read 3 s after the
+// devices went idle, before the bench forces a collection; the others are
+// read after forced GCs and debug.FreeOSMemory (what is held).
 type IdleStep struct {
 	Devices          int     `json:"devices"`
+	RSSUnforced      int64   `json:"rssUnforcedBytes"`
+	HeapUnforced     int64   `json:"heapInuseUnforcedBytes"`
+	StackUnforced    int64   `json:"stackInuseUnforcedBytes"`
+	RSSPerDeviceUnf  float64 `json:"rssPerDeviceUnforcedKB"`
+	HeapPerDeviceUnf float64 `json:"heapPerDeviceUnforcedKB"`
 	RSS              int64   `json:"rssBytes"`
 	HeapInuse        int64   `json:"heapInuseBytes"`
 	StackInuse       int64   `json:"stackInuseBytes"`

@@ -45,7 +45,7 @@ func runRestart(e *env) (*RestartResult, error) {
 	t0 := time.Now()
 	h.kill()
 	h2, err := startHub(ctx, hubOptions{
-		listen: h.listenAddr(), dataDir: h.dataDir, token: h.token, logLevel: e.opts.hubLogLevel,
+		listen: h.listenAddr(), dataDir: h.dataDir, token: h.token, logLevel: e.opts.hubLogLevel, memLimit: e.opts.hubMemLimit,
 		logFile: h.dataDir + "/hub.log", pprof: true,
 	})
 	if err != nil {

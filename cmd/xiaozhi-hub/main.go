@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/xiaozhi-hub/hub/server"
@@ -68,6 +69,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 			log.Error("cannot start demo devices", "err", err)
 		}
 	}
+	mctx, stopLimit := context.WithCancel(ctx)
+	var limiting sync.WaitGroup
+	limiting.Go(func() { _ = server.LimitMemory(mctx, cfg.MemoryLimit, log) }) // validated by LoadConfig
+	defer limiting.Wait()
+	defer stopLimit()
 	if err := h.Run(ctx); err != nil {
 		log.Error("hub stopped", "err", err)
 		return 1

@@ -1,4 +1,4 @@
-package session
+package protocol
 
 import (
 	"net/http"

@@ -1,11 +1,11 @@
-package session
+package protocol_test
 
 import (
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/protocol"
 )
 
 func TestParseIdentity(t *testing.T) {
@@ -14,26 +14,26 @@ func TestParseIdentity(t *testing.T) {
 	r.Header.Set("Client-Id", "7b94d69a-1b2c-4d5e-8f90-0123456789ab")
 	r.Header.Set("Protocol-Version", "3")
 	r.Header.Set("Authorization", "Bearer abc123")
-	id, err := ParseIdentity(r)
+	id, err := protocol.ParseIdentity(r)
 	if err != nil || id.DeviceID != "aa:bb:cc:dd:ee:ff" || id.ProtocolVersion != 3 || id.Token != "abc123" || id.ClientID == "" {
 		t.Fatalf("headers: %+v %v", id, err)
 	}
 	// Browser clients: the same values as query parameters, in any spelling.
 	r = httptest.NewRequest("GET", "/xiaozhi/v1/?device_id=aa:bb:cc:dd:ee:01&Client-Id=c&protocol-version=2&token=tok", nil)
-	id, err = ParseIdentity(r)
+	id, err = protocol.ParseIdentity(r)
 	if err != nil || id.DeviceID != "aa:bb:cc:dd:ee:01" || id.ProtocolVersion != 2 || id.Token != "tok" || id.ClientID != "c" {
 		t.Fatalf("query: %+v %v", id, err)
 	}
 	// A browser client may send the MAC in upper case: the same device.
 	r = httptest.NewRequest("GET", "/xiaozhi/v1/?device-id=AA:BB:CC:DD:EE:0F", nil)
-	if id, err := ParseIdentity(r); err != nil || id.DeviceID != "aa:bb:cc:dd:ee:0f" {
+	if id, err := protocol.ParseIdentity(r); err != nil || id.DeviceID != "aa:bb:cc:dd:ee:0f" {
 		t.Fatalf("upper-case MAC: %+v %v", id, err)
 	}
 	// The firmware sends a token containing a space as it is (no "Bearer ").
 	r = httptest.NewRequest("GET", "/xiaozhi/v1/", nil)
 	r.Header.Set("Device-Id", "x")
 	r.Header.Set("Authorization", "Token abc")
-	if id, _ := ParseIdentity(r); id.Token != "Token abc" {
+	if id, _ := protocol.ParseIdentity(r); id.Token != "Token abc" {
 		t.Fatalf("token with a space: %q", id.Token)
 	}
 	for name, target := range map[string]string{
@@ -43,27 +43,9 @@ func TestParseIdentity(t *testing.T) {
 		"protocol 4":       "/xiaozhi/v1/?device-id=a&protocol-version=4",
 		"protocol garbage": "/xiaozhi/v1/?device-id=a&protocol-version=v2",
 	} {
-		_, err := ParseIdentity(httptest.NewRequest("GET", target, nil))
+		_, err := protocol.ParseIdentity(httptest.NewRequest("GET", target, nil))
 		if hub.ErrorCode(err) != hub.EBADREQUEST || hub.ErrorMessage(err) == "" {
 			t.Errorf("%s: want EBADREQUEST with a message, got %v", name, err)
 		}
-	}
-}
-
-func TestBucket(t *testing.T) {
-	b := newBucket(10, 20)
-	now := time.Now()
-	n := 0
-	for b.take(now) {
-		n++
-	}
-	if n != 20 {
-		t.Fatalf("burst = %d, want 20", n)
-	}
-	if !b.take(now.Add(150 * time.Millisecond)) {
-		t.Fatal("tokens must refill at the rate")
-	}
-	if u := newBucket(0, 0); !u.take(now) {
-		t.Fatal("rate 0 means unlimited")
 	}
 }
