@@ -57,9 +57,26 @@ type browser struct {
 func newBrowser(t *testing.T, url string, width int, lang string) *browser {
 	t.Helper()
 	exe := chromium(t)
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser is gone, which fails
+	// TempDir's cleanup. Removed after the browser (cleanups run last
+	// registered first), retrying while they finish.
+	profile, err := os.MkdirTemp("", "xz-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("could not remove the browser profile %s", profile)
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("headless", true),
 		chromedp.Flag("no-sandbox", true),
 		chromedp.Flag("disable-gpu", true),
