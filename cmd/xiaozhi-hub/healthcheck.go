@@ -5,11 +5,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 )
+
+// defaultHealthURL is XZ_HUB_URL, or the loopback address of the port in
+// XZ_HUB_LISTEN (which the container image sets), or port 8000.
+func defaultHealthURL(getenv func(string) string) string {
+	if u := getenv("XZ_HUB_URL"); u != "" {
+		return u
+	}
+	port := "8000"
+	if _, p, err := net.SplitHostPort(getenv("XZ_HUB_LISTEN")); err == nil && p != "" && p != "0" {
+		port = p
+	}
+	return "http://127.0.0.1:" + port
+}
 
 const healthcheckUsage = `usage: xiaozhi-hub healthcheck [--url URL] [--timeout D]
 
@@ -24,11 +38,7 @@ func healthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("xiaozhi-hub healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, healthcheckUsage); fs.PrintDefaults() }
-	def := os.Getenv("XZ_HUB_URL")
-	if def == "" {
-		def = "http://127.0.0.1:8000"
-	}
-	base := fs.String("url", def, "the hub's base URL (env XZ_HUB_URL)")
+	base := fs.String("url", defaultHealthURL(os.Getenv), "the hub's base URL (env XZ_HUB_URL; default: port of XZ_HUB_LISTEN on 127.0.0.1)")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -9,6 +9,10 @@ import (
 	"github.com/xiaozhi-hub/hub/server"
 )
 
+// buildRevision is the source revision when the build has no VCS
+// information (the Dockerfile sets it with -ldflags -X main.buildRevision=).
+var buildRevision string
+
 // buildInfo is what the binary knows about the source it was built from.
 type buildInfo struct {
 	Module, Version           string
@@ -17,7 +21,7 @@ type buildInfo struct {
 }
 
 func readBuildInfo() buildInfo {
-	b := buildInfo{Module: "github.com/xiaozhi-hub/hub", Version: server.Version, GoVersion: runtime.Version()}
+	b := buildInfo{Module: "github.com/xiaozhi-hub/hub", Version: server.Version, Revision: buildRevision, GoVersion: runtime.Version()}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return b
