@@ -17,7 +17,7 @@ var buildRevision string
 type buildInfo struct {
 	Module, Version           string
 	Revision, Time, GoVersion string
-	Modified                  bool
+	Modified, FromVCS         bool
 }
 
 func readBuildInfo() buildInfo {
@@ -37,7 +37,7 @@ func readBuildInfo() buildInfo {
 		case "vcs.time":
 			b.Time = s.Value
 		case "vcs.modified":
-			b.Modified = s.Value == "true"
+			b.Modified, b.FromVCS = s.Value == "true", true
 		}
 	}
 	return b
@@ -64,7 +64,7 @@ func versionText() string {
 	if b.Time != "" {
 		fmt.Fprintf(&sb, "committed: %s\n", b.Time)
 	}
-	if b.Revision != "" {
+	if b.FromVCS {
 		fmt.Fprintf(&sb, "modified: %t\n", b.Modified)
 	}
 	fmt.Fprintf(&sb, "go: %s %s/%s\n", b.GoVersion, runtime.GOOS, runtime.GOARCH)
