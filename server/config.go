@@ -144,6 +144,7 @@ func (c Config) Validate() error {
 func LoadConfig(args []string, getenv func(string) string) (Config, error) {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("xiaozhi-hub", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // --help: the command prints Usage; errors are returned
 	configPath := fs.String("config", getenv("XZ_HUB_CONFIG"), "YAML config file (env XZ_HUB_CONFIG)")
 	values := map[string]*string{}
 	v := reflect.ValueOf(&cfg).Elem()
@@ -157,7 +158,7 @@ func LoadConfig(args []string, getenv func(string) string) (Config, error) {
 	// --demo without a value means 4 devices.
 	args = expandDemo(args)
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return cfg, unknownFlag(err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -166,6 +167,9 @@ func LoadConfig(args []string, getenv func(string) string) (Config, error) {
 		data, err := os.ReadFile(*configPath)
 		if err != nil {
 			return cfg, fmt.Errorf("config file: %w", err)
+		}
+		if err := checkFile(data, *configPath); err != nil {
+			return cfg, err
 		}
 		if err := decodeFile(data, &cfg); err != nil {
 			return cfg, fmt.Errorf("config file %s: %w", *configPath, err)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/xiaozhi-hub/hub"
@@ -11,8 +12,9 @@ import (
 
 // StartDemo runs n simulated devices in-process against this hub, so that a
 // newcomer sees devices, tools and IoT things with no hardware. They take
-// turns through sim.DemoProfiles (an MCP lamp, an MCP speaker, a legacy 1.7
-// IoT device) and get that profile's name and room unless a person already
+// turns through sim.DemoProfiles (a small home: the living-room lamp, the
+// kitchen speaker, a legacy 1.7 IoT device in the study, the bedroom lamp)
+// and get that profile's name, room and aliases unless a person already
 // named them. They stop when ctx ends or the hub closes.
 func (h *Hub) StartDemo(ctx context.Context, n int) error {
 	if h.cfg.DeviceAuth != "open" && len(h.cfg.DeviceTokens) == 0 {
@@ -32,8 +34,8 @@ func (h *Hub) StartDemo(ctx context.Context, n int) error {
 		return err
 	}
 	// Label the devices before they connect, so the first listing shows names.
-	for _, d := range fleet.Devices {
-		if err := h.labelDemo(ctx, d); err != nil {
+	for i, d := range fleet.Devices {
+		if err := h.labelDemo(ctx, d, i/len(sim.DemoProfiles)+1); err != nil {
 			return err
 		}
 	}
@@ -45,12 +47,25 @@ func (h *Hub) StartDemo(ctx context.Context, n int) error {
 	return nil
 }
 
-func (h *Hub) labelDemo(ctx context.Context, d *sim.Device) error {
+// labelDemo names a demo device after its profile; the round-th device of
+// a profile (more demo devices than profiles) gets the round as a suffix, so
+// that no two demo devices share a name.
+func (h *Hub) labelDemo(ctx context.Context, d *sim.Device, round int) error {
 	cfg := d.Config()
 	if dev, err := h.Registry.Device(cfg.DeviceID); err == nil && (dev.Name != "" || dev.Room != "") {
 		return nil
 	}
-	name, room := cfg.Name, cfg.Room
-	_, err := h.Registry.Register(ctx, cfg.DeviceID, hub.DevicePatch{Name: &name, Room: &room})
+	name, room, aliases := cfg.Name, cfg.Room, slices.Clone(cfg.Aliases)
+	if round > 1 {
+		name = fmt.Sprintf("%s %d", name, round)
+		for i := range aliases {
+			aliases[i] = fmt.Sprintf("%s %d", aliases[i], round)
+		}
+	}
+	patch := hub.DevicePatch{Name: &name, Room: &room}
+	if len(aliases) > 0 {
+		patch.Aliases = &aliases
+	}
+	_, err := h.Registry.Register(ctx, cfg.DeviceID, patch)
 	return err
 }

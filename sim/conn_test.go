@@ -249,7 +249,7 @@ func TestFleet(t *testing.T) {
 	if !strings.Contains(ids["aa:bb:cc:00:00:01"], `"mcp":true`) || strings.Contains(ids["aa:bb:cc:00:00:03"], "mcp") {
 		t.Errorf("profiles not applied: %v", ids)
 	}
-	if f.Devices[0].Config().Room != "living room" || !f.Devices[0].Config().Lamp {
+	if f.Devices[0].Config().Room != "客厅" || !f.Devices[0].Config().Lamp {
 		t.Errorf("profile 0: %+v", f.Devices[0].Config())
 	}
 }

@@ -75,6 +75,7 @@ type Config struct {
 	// Name and Room are labels for demos; they are not sent on the wire
 	// (the firmware has no name). The hub's --demo mode may apply them.
 	Name, Room string
+	Aliases    []string
 
 	// Hardware. The MCP tools and IoT things offered follow from these.
 	NoScreen  bool   // no self.screen.* tools

@@ -39,7 +39,8 @@ func MAC(prefix string, n int) (string, error) {
 
 // Profile shapes a device for demos: labels plus hardware and firmware.
 type Profile struct {
-	Name, Room string // labels for the hub's demo mode; not sent on the wire
+	Name, Room string   // labels for the hub's demo mode; not sent on the wire
+	Aliases    []string // other names people use, e.g. in the other language
 	Board      string
 	Firmware   string
 	Mode       Mode
@@ -50,7 +51,7 @@ type Profile struct {
 
 // Apply sets the profile's fields on c.
 func (p Profile) Apply(c *Config) {
-	c.Name, c.Room = p.Name, p.Room
+	c.Name, c.Room, c.Aliases = p.Name, p.Room, p.Aliases
 	if p.Board != "" {
 		c.Board = p.Board
 	}
@@ -66,11 +67,17 @@ func (p Profile) Apply(c *Config) {
 	}
 }
 
-// DemoProfiles are three different devices for the hub's --demo mode.
+// DemoProfiles are the hub's --demo home: four devices in four rooms,
+// named in Chinese with English aliases, so that a request such as "打开客厅的灯"
+// or "kitchen speaker volume" has exactly one right device (README.md, "The
+// demo home", lists the requests; server's TestDemoHomeAnswersReadmeRequests
+// checks them).
 var DemoProfiles = []Profile{
-	{Name: "Living room lamp", Room: "living room", Board: "esp-box-3", Mode: ModeMCP, Lamp: true},
-	{Name: "Bedroom speaker", Room: "bedroom", Board: "bread-compact-wifi", Mode: ModeMCP, NoScreen: true},
-	{Name: "Kitchen (legacy 1.7)", Room: "kitchen", Board: "bread-compact-wifi", Firmware: "1.7.7", Mode: ModeIoT},
+	{Name: "客厅的灯", Room: "客厅", Aliases: []string{"living room lamp"}, Board: "esp-box-3", Mode: ModeMCP, Lamp: true},
+	{Name: "厨房音箱", Room: "厨房", Aliases: []string{"kitchen speaker"}, Board: "bread-compact-wifi", Mode: ModeMCP, NoScreen: true},
+	{Name: "书房小智 (1.7)", Room: "书房", Aliases: []string{"study xiaozhi (legacy 1.7)"}, Board: "bread-compact-wifi",
+		Firmware: "1.7.7", Mode: ModeIoT, IoTThings: ThingsV177},
+	{Name: "卧室的灯", Room: "卧室", Aliases: []string{"bedroom lamp"}, Board: "bread-compact-wifi", Mode: ModeMCP, Lamp: true, NoScreen: true},
 }
 
 // FleetConfig describes a group of devices.

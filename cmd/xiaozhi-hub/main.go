@@ -3,7 +3,8 @@
 //	xiaozhi-hub [flags]          serve (see --help for every setting)
 //	xiaozhi-hub devices pending|approve CODE|revoke ID|rebind ID   (see devices --help)
 //	xiaozhi-hub chat "打开客厅的灯"                       ask the hub's agent (see chat --help)
-//	xiaozhi-hub version
+//	xiaozhi-hub version                                   (also --version)
+//	xiaozhi-hub healthcheck [--url URL]                   exit 0 when /healthz answers 200
 package main
 
 import (
@@ -30,28 +31,57 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	setVersion()
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		switch args[0] {
 		case "serve":
-			return serve(ctx, args[1:], stderr)
+			return serve(ctx, args[1:], stdout, stderr)
 		case "devices":
 			return devices(ctx, args[1:], stdout, stderr)
 		case "chat":
 			return runChat(ctx, args[1:], stdout, stderr)
 		case "version":
-			fmt.Fprintln(stdout, server.Version)
+			fmt.Fprint(stdout, versionText())
+			return 0
+		case "healthcheck":
+			return healthcheck(ctx, args[1:], stdout, stderr)
+		case "help":
+			usage(stdout)
 			return 0
 		default:
-			fmt.Fprintf(stderr, "unknown command %q: use serve (the default), devices, chat or version\n", args[0])
+			fmt.Fprintf(stderr, "unknown command %q: use serve (the default), devices, chat, healthcheck, version or help\n", args[0])
 			return 2
 		}
 	}
-	return serve(ctx, args, stderr)
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprint(stdout, versionText())
+		return 0
+	}
+	return serve(ctx, args, stdout, stderr)
 }
 
-func serve(ctx context.Context, args []string, stderr io.Writer) int {
+const commandsUsage = `usage: xiaozhi-hub [COMMAND] [flags]
+
+Commands:
+  serve         run the hub (the default when no command is given)
+  devices       approve, revoke or re-bind devices on a running hub (devices --help)
+  chat          ask a running hub's agent, e.g. chat "打开客厅的灯" (chat --help)
+  healthcheck   GET /healthz of a running hub; exit 0 if healthy, 1 if not (healthcheck --help)
+  version       print the version and the source revision it was built from (also --version)
+  help          print this help
+
+Settings of serve (flag, environment variable, or key in the --config file):
+`
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, commandsUsage)
+	server.PrintSettings(w)
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := server.LoadConfig(args, os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
+		usage(stdout)
 		return 0
 	}
 	if err != nil {
@@ -64,6 +94,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
+	logStartup(h, cfg, log)
 	if cfg.Demo > 0 {
 		if err := startDemo(ctx, h, cfg, log); err != nil {
 			log.Error("cannot start demo devices", "err", err)
@@ -104,4 +135,12 @@ func startDemo(ctx context.Context, h *server.Hub, cfg server.Config, log *slog.
 	log.Info("demo devices are connecting; list them with",
 		"command", fmt.Sprintf("curl -H \"Authorization: Bearer %s\" %s/api/devices", tok, h.URL()))
 	return nil
+}
+
+// logStartup says where the dashboard is and which outside services the
+// hub will use, so that an operator sees at once what is missing.
+func logStartup(h *server.Hub, cfg server.Config, log *slog.Logger) {
+	s := h.Startup()
+	log.Info("xiaozhi-hub ready", "version", server.Version, "dashboard", s.Dashboard,
+		"data", cfg.DataDir, "llm", s.LLM, "speech", s.Speech)
 }
