@@ -101,7 +101,7 @@ func remoteHost(r *http.Request) string {
 
 // Revoke makes every token issued to the device so far invalid. With
 // PolicyActivation it also withdraws the approval: the device gets a new
-// code at its next boot. A live connection is not closed.
+// code at its next boot. A live connection of the device is closed.
 func (s *Service) Revoke(ctx context.Context, deviceID string) (Trust, error) {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
