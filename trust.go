@@ -15,6 +15,10 @@ type Trust struct {
 	Generation int64     `json:"-"`
 	Approved   time.Time `json:"approved,omitzero"` // zero: not approved (or revoked since)
 	Revoked    time.Time `json:"revoked,omitzero"`  // the last revocation
+	// Transport is where the OTA answer sends the device: "" follows the
+	// hub (MQTT when the hub offers it), TransportWebSocket keeps it on
+	// WebSocket.
+	Transport string `json:"transport,omitempty"`
 
 	// Activation evidence as the device sent it. The HMAC cannot be checked
 	// here: its key is burnt into the device's eFuse, known to the vendor.
@@ -28,6 +32,10 @@ type Trust struct {
 	SystemInfo json.RawMessage `json:"systemInfo,omitempty"`
 	LastCheck  time.Time       `json:"lastCheck,omitzero"`
 }
+
+// TransportWebSocket is the Trust.Transport that keeps a device on
+// WebSocket when the hub offers MQTT.
+const TransportWebSocket = "websocket"
 
 // Activation is a code waiting for a person, as the API lists it.
 type Activation struct {

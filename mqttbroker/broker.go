@@ -41,6 +41,7 @@ const (
 	ReasonReplaced   Reason = "a newer connection of the same device replaced it"
 	ReasonShutdown   Reason = "the hub is shutting down"
 	ReasonProtocol   Reason = "MQTT protocol error"
+	ReasonHub        Reason = "closed by the hub"
 )
 
 // Refusal describes an attempt the broker refused, for the hub's event log.
@@ -61,9 +62,12 @@ type Config struct {
 	Addr string      // host:port to listen on (port 0 picks one)
 	TLS  *tls.Config // serve TLS (devices use TLS exactly on port 8883)
 
-	// Authenticate maps CONNECT credentials to a device id; ok false refuses.
-	Authenticate func(clientID, username, password string) (deviceID string, ok bool)
-	OnConnect    func(deviceID string)
+	// Authenticate maps CONNECT credentials, from remote, to a device id;
+	// an error refuses the connection and is reported through OnRefused.
+	Authenticate func(clientID, username, password, remote string) (deviceID string, err error)
+	// OnConnect reports a device's new connection, with the client id it
+	// authenticated with.
+	OnConnect    func(deviceID, clientID, remote string)
 	OnMessage    func(deviceID string, payload []byte)
 	OnDisconnect func(deviceID string, reason Reason)
 	OnRefused    func(Refusal)
@@ -198,9 +202,8 @@ func (c *Config) defaults() {
 	if c.MessageBurst <= 0 {
 		c.MessageBurst = 100
 	}
-	nop := func(string) {}
 	if c.OnConnect == nil {
-		c.OnConnect = nop
+		c.OnConnect = func(string, string, string) {}
 	}
 	if c.OnMessage == nil {
 		c.OnMessage = func(string, []byte) {}
@@ -239,6 +242,17 @@ func (b *Broker) Publish(deviceID string, payload []byte) error {
 		return fmt.Errorf("mqttbroker: publish to %s: %w", deviceID, err)
 	}
 	return nil
+}
+
+// Disconnect ends the device's current connection, if it has one; the
+// broker then reports it through OnDisconnect.
+func (b *Broker) Disconnect(deviceID string) {
+	b.mu.Lock()
+	d := b.devices[deviceID]
+	b.mu.Unlock()
+	if d != nil {
+		_ = b.srv.DisconnectClient(d.cl, packets.ErrAdministrativeAction)
+	}
 }
 
 // Connected reports whether the device has an MQTT connection.
@@ -284,6 +298,8 @@ func reason(cl *mqtt.Client, err error) Reason {
 		return ReasonDisconnect
 	case errors.Is(cause, packets.ErrSessionTakenOver):
 		return ReasonReplaced
+	case errors.Is(cause, packets.ErrAdministrativeAction):
+		return ReasonHub
 	case errors.Is(cause, packets.ErrServerShuttingDown):
 		return ReasonShutdown
 	case errors.Is(cause, os.ErrDeadlineExceeded):

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	hub "github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var secret = []byte("0123456789abcdef0123456789abcdef")
 
 type message struct {
 	device  string
@@ -36,11 +36,8 @@ func startBroker(t testing.TB, mod func(*Config)) (*Broker, *hubSide) {
 	h := &hubSide{events: make(chan string, 100), messages: make(chan message, 100), refusals: make(chan Refusal, 100)}
 	cfg := Config{
 		Addr: "127.0.0.1:0",
-		Authenticate: func(clientID, username, password string) (string, bool) {
-			id, _, ok := Verify(secret, clientID, username, password)
-			return id, ok
-		},
-		OnConnect:    func(id string) { h.events <- "connect " + id },
+		Authenticate: testAuth,
+		OnConnect:    func(id, _, _ string) { h.events <- "connect " + id },
 		OnDisconnect: func(id string, r Reason) { h.events <- "disconnect " + id + ": " + string(r) },
 		OnMessage:    func(id string, p []byte) { h.messages <- message{id, string(p)} },
 		OnRefused:    func(r Refusal) { h.refusals <- r },
@@ -66,15 +63,28 @@ func startBroker(t testing.TB, mod func(*Config)) (*Broker, *hubSide) {
 // deviceConfig is what the device stores from the OTA answer.
 func deviceConfig(t testing.TB, b *Broker, deviceID string) mqttdevice.Config {
 	t.Helper()
-	c, err := Issue(secret, deviceID, 1)
+	return loginOf(b, deviceID, "c1")
+}
+
+// loginOf is a device's MQTT login as the hub issues it: the client id
+// carries the device's Client-Id, the password is its device token (here
+// the test's own, which testAuth checks).
+func loginOf(b *Broker, deviceID, clientID string) mqttdevice.Config {
+	return mqttdevice.Config{Endpoint: b.Addr(), ClientID: protocol.MQTTClientID(deviceID, clientID), Username: deviceID,
+		Password: testPassword(deviceID), PublishTopic: UplinkTopic(deviceID), Keepalive: 240}
+}
+
+func testPassword(deviceID string) string { return "token of " + deviceID }
+
+func testAuth(clientID, username, password, remote string) (string, error) {
+	id, err := protocol.ParseMQTTLogin(clientID, username, password)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	o, err := NewOTA(b.Addr(), false, 0, c)
-	if err != nil {
-		t.Fatal(err)
+	if password != testPassword(id.DeviceID) {
+		return "", hub.Errorf(hub.EUNAUTHORIZED, "wrong password")
 	}
-	return mqttdevice.Config{Endpoint: o.Endpoint, ClientID: o.ClientID, Username: o.Username, Password: o.Password, PublishTopic: o.PublishTopic, Keepalive: uint16(o.Keepalive)}
+	return id.DeviceID, nil
 }
 
 func connect(t *testing.T, cfg mqttdevice.Config) *mqttdevice.Device {
@@ -152,7 +162,7 @@ func TestWrongCredentialsRefused(t *testing.T) {
 		t.Fatalf("Connect with a wrong password: %v", err)
 	}
 	r := next(t, h.refusals, "the refusal")
-	if r.ClientID != cfg.ClientID || r.DeviceID != "" || !strings.Contains(r.Reason, "credentials refused") {
+	if r.ClientID != cfg.ClientID || r.DeviceID != "" || r.Reason != "wrong password" {
 		t.Fatalf("refusal %+v", r)
 	}
 	select {
@@ -259,9 +269,8 @@ func TestNewConnectionReplacesOld(t *testing.T) {
 	expectEvent(t, h, "connect "+id)
 	next(t, old.Done(), "the old connection to close")
 
-	c, _ := Issue(secret, id, 2) // new generation: another client id
-	o, _ := NewOTA(b.Addr(), false, 0, c)
-	newer := connect(t, mqttdevice.Config{Endpoint: o.Endpoint, ClientID: o.ClientID, Username: o.Username, Password: o.Password, PublishTopic: o.PublishTopic})
+	newer := connect(t, loginOf(b, id, "c2")) // re-flashed: another client id
+
 	expectEvent(t, h, "disconnect "+id+": "+string(ReasonReplaced))
 	expectEvent(t, h, "connect "+id)
 	next(t, fresh.Done(), "the previous connection to close")

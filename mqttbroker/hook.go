@@ -6,6 +6,7 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
+	hub "github.com/xiaozhi-hub/hub"
 )
 
 // hook is the broker's policy, as mochi hooks.
@@ -35,9 +36,9 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 // OnConnectAuthenticate asks the hub who the credentials belong to.
 func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
 	user := string(pk.Connect.Username)
-	id, ok := h.b.cfg.Authenticate(cl.ID, user, string(pk.Connect.Password))
-	if !ok {
-		h.b.refuse(cl, user, "", "credentials refused (wrong or revoked password, or a client id they were not issued for)")
+	id, err := h.b.cfg.Authenticate(cl.ID, user, string(pk.Connect.Password), cl.Net.Remote)
+	if err != nil {
+		h.b.refuse(cl, user, "", hub.ErrorMessage(err))
 		return false
 	}
 	if err := checkTopicSafe(id); err != nil {
@@ -92,7 +93,7 @@ func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) {
 		}
 		h.b.cfg.OnDisconnect(d.id, ReasonReplaced)
 	}
-	h.b.cfg.OnConnect(d.id)
+	h.b.cfg.OnConnect(d.id, cl.ID, cl.Net.Remote)
 }
 
 // OnDisconnect reports the end of a device's current connection.

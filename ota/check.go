@@ -19,14 +19,17 @@ import (
 const maxCheckBody = 64 << 10
 
 // The OTA answer (docs/protocol.md §2.2). Every member name is at most 15 characters: the
-// firmware copies websocket members into NVS, whose keys are limited to 15,
-// and aborts when a write fails. There is no mqtt member: its presence,
-// even empty, switches the device to MQTT. websocket values are all sent,
-// always: the device keeps old values of members it is not sent.
+// firmware copies websocket and mqtt members into NVS, whose keys are
+// limited to 15, and aborts when a write fails. The mqtt member is sent
+// only to devices the hub puts on MQTT: its presence, even empty, switches
+// the device to MQTT, and its absence (with websocket present) moves a
+// device back to WebSocket. websocket values are all sent, always: the
+// device keeps old values of members it is not sent.
 type answer struct {
 	ServerTime serverTime      `json:"server_time"`
 	Firmware   *firmwareOffer  `json:"firmware,omitempty"`
 	WebSocket  websocketConfig `json:"websocket"`
+	MQTT       *mqttConfig     `json:"mqtt,omitempty"`
 	Activation *activationJSON `json:"activation,omitempty"`
 }
 
@@ -105,10 +108,11 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	if admitted {
 		s.mu.RLock()
-		gen := s.trust[c.deviceID].Generation
+		t := s.trust[c.deviceID]
 		s.mu.RUnlock()
 		// Also with PolicyOpen, so that a later switch to token needs no reboot.
-		ans.WebSocket.Token = signToken(s.secret, c.deviceID, c.clientID, gen)
+		ans.WebSocket.Token = signToken(s.secret, c.deviceID, c.clientID, t.Generation)
+		ans.MQTT = s.mqttFor(base, c, t, ans.WebSocket.Token)
 		ans.Firmware = s.offer(base, c)
 		s.recordCheck(r.Context(), c, m == unbound)
 	}

@@ -66,6 +66,9 @@ type Options struct {
 	// (http://host:port or https://…); the WebSocket and firmware URLs are
 	// built from it. Empty: from the Host of each OTA request.
 	PublicURL string
+	// MQTT, when set, offers devices the hub's MQTT broker in the OTA
+	// answer (see MQTT).
+	MQTT *MQTT
 	// WSVersion is the binary protocol version devices are told to use
 	// (1, 2 or 3; default 1).
 	WSVersion int
@@ -125,6 +128,13 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	}
 	if opts.WSVersion < 1 || opts.WSVersion > 3 {
 		return nil, fmt.Errorf("ota: WebSocket protocol version %d is not 1, 2 or 3", opts.WSVersion)
+	}
+	if opts.MQTT != nil {
+		m := *opts.MQTT
+		if err := m.check(); err != nil {
+			return nil, fmt.Errorf("ota: %w", err)
+		}
+		opts.MQTT = &m
 	}
 	if opts.CodeTTL <= 0 {
 		opts.CodeTTL = 10 * time.Minute

@@ -53,6 +53,7 @@ func (s *memStore) SaveTrust(_ context.Context, t Trust) error {
 	cur := s.m[t.DeviceID]
 	cur.DeviceID, cur.ClientID, cur.Generation, cur.Approved, cur.Revoked = t.DeviceID, t.ClientID, t.Generation, t.Approved, t.Revoked
 	cur.ActivationVersion, cur.SerialNumber, cur.ActivationHMAC = t.ActivationVersion, t.SerialNumber, t.ActivationHMAC
+	cur.Transport = t.Transport
 	s.m[t.DeviceID] = cur
 	return nil
 }

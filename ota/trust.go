@@ -36,6 +36,16 @@ func (s *Service) Authorize(r *http.Request, id protocol.Identity) error {
 	if s.opts.Policy == PolicyOpen {
 		return nil
 	}
+	ctx := context.Background()
+	if r != nil {
+		ctx = r.Context()
+	}
+	return s.check(ctx, id, remoteHost(r), "websocket")
+}
+
+// check applies PolicyToken or PolicyActivation to a connecting device's
+// identity (where says over what it connects, for the refusal event).
+func (s *Service) check(ctx context.Context, id protocol.Identity, remote, where string) error {
 	for _, t := range s.opts.DeviceTokens {
 		if id.Token != "" && subtle.ConstantTimeCompare([]byte(t), []byte(id.Token)) == 1 {
 			return nil
@@ -59,7 +69,7 @@ func (s *Service) Authorize(r *http.Request, id protocol.Identity) error {
 	}
 	m := matchIdentity(t, known, id.ClientID, "", false)
 	if m == other {
-		s.identityRefused("websocket", id.DeviceID, t, id.ClientID, "", remoteHost(r))
+		s.identityRefused(where, id.DeviceID, t, id.ClientID, "", remote)
 		return hub.Errorf(hub.EUNAUTHORIZED, "device %s is bound to another Client-Id than %q on this hub; if it was re-flashed, "+
 			"re-bind it (xiaozhi-hub devices rebind %s, or approve the code it shows at its next boot)", id.DeviceID, id.ClientID, id.DeviceID)
 	}
@@ -74,10 +84,6 @@ func (s *Service) Authorize(r *http.Request, id protocol.Identity) error {
 	if m == unbound {
 		// First connection under PolicyToken, or a record from before
 		// Client-Id binding: the device is bound to this identity now.
-		ctx := context.Background()
-		if r != nil {
-			ctx = r.Context()
-		}
 		ok, err := s.bind(ctx, id.DeviceID, id.ClientID, "")
 		if err != nil {
 			return err

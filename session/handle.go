@@ -102,9 +102,18 @@ func (s *session) handleOther(ctx context.Context, m protocol.Message) {
 	case protocol.TypeIoT:
 		s.handleIoT(m.Raw)
 	case protocol.TypeHello:
+		if s.idle != nil {
+			s.converse(ctx, m)
+			return
+		}
 		// One hello per connection; a second one changes nothing (docs/protocol.md §3.3).
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "note": "repeated hello ignored"})
-	default: // listen, abort, goodbye and types the hub does not know
+	case protocol.TypeGoodbye:
+		if s.idle != nil {
+			s.idle.EndConversation()
+		}
+		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
+	default: // listen, abort and types the hub does not know
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
 	}
 }

@@ -156,11 +156,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // by the Server until it ends. Serve returns after the handshake; it
 // reports whether the connection is being served.
 func (s *Server) Serve(c Connection, id protocol.Identity, remote string) bool {
+	return s.serve(newSession(s, c, id, remote), (*session).open)
+}
+
+// ServeIdle runs the session of a connection whose device is connected
+// while idle (see Idle), identified and admitted by its transport: the
+// device is online and its MCP tools are discovered at once, the way the
+// official MQTT gateway does it on every connect (firmware 2.x serves MCP
+// with no conversation open). It returns at once; it reports whether the
+// connection is being served.
+func (s *Server) ServeIdle(c Idle, id protocol.Identity, remote string) bool {
 	sess := newSession(s, c, id, remote)
+	sess.idle = c
+	return s.serve(sess, (*session).attach)
+}
+
+// serve registers sess, runs open on the caller's goroutine and then the
+// read loop on a goroutine of the Server's.
+func (s *Server) serve(sess *session, open func(*session, context.Context) bool) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		c.Close(CloseGoingAway, "hub shutting down")
+		sess.c.Close(CloseGoingAway, "hub shutting down")
 		return false
 	}
 	s.sessions[sess] = struct{}{}
@@ -181,7 +198,7 @@ func (s *Server) Serve(c Connection, id protocol.Identity, remote string) bool {
 	// of its own, so that net/http's per-request state is released now (it
 	// would cost memory on every idle device) and the long-lived goroutine
 	// starts with a small stack, not one grown by the handshake.
-	if !sess.open(s.ctx) {
+	if !open(sess, s.ctx) {
 		end()
 		return false
 	}

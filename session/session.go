@@ -24,6 +24,7 @@ import (
 type session struct {
 	srv    *Server
 	c      Connection
+	idle   Idle // c, when its device is connected while idle (ServeIdle)
 	id     protocol.Identity
 	remote string
 	sid    string // the session_id we give the device
@@ -155,7 +156,7 @@ func (s *session) handshake(ctx context.Context) error {
 		s.hello = h
 		break
 	}
-	neg, err := s.c.Negotiate(s.hello)
+	neg, err := s.c.Negotiate(s.sid, s.hello)
 	if err != nil {
 		s.srv.m.Handshake("bad_hello")
 		s.c.Close(CloseProtocol, hub.Truncate([]byte(err.Error()), 120))

@@ -29,11 +29,12 @@ type Connection interface {
 	// with CloseNow instead (cheaper per message). When the connection
 	// ends, Read returns an error; an *EndError says why in words.
 	Read(ctx context.Context) (Message, error)
-	// Negotiate takes the device's hello and decides what this transport
-	// carries: the transport name of the server hello, the audio framing,
-	// and for UDP the session's address and keys. It does no I/O on the
-	// connection; the session writes the server hello with WriteText.
-	Negotiate(hello protocol.ClientHello) (Negotiated, error)
+	// Negotiate takes the device's hello and the session id the hub
+	// answers it with, and decides what this transport carries: the
+	// transport name of the server hello, the audio framing, and for UDP
+	// the session's address and keys. It does no I/O on the connection;
+	// the session writes the server hello with WriteText.
+	Negotiate(sessionID string, hello protocol.ClientHello) (Negotiated, error)
 	// WriteText sends one JSON message to the device.
 	WriteText(ctx context.Context, data []byte) error
 	// WriteAudio sends one Opus frame to the device, framed as negotiated.
@@ -51,6 +52,20 @@ type Connection interface {
 // Transports with their own keepalive (MQTT) do not implement it.
 type pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// Idle is a Connection whose device is connected before and between
+// conversations (MQTT+UDP: the device keeps its MQTT session while idle and
+// serves MCP over it). Such connections are served with Server.ServeIdle:
+// the session starts at once, without waiting for a hello; each hello
+// opens a conversation (Negotiate sets up its audio channel, the hub
+// answers with a server hello), and the device's goodbye ends the
+// conversation, not the connection.
+type Idle interface {
+	Connection
+	// EndConversation closes the audio channel the last Negotiate opened,
+	// after the device said goodbye. It does not tell the device.
+	EndConversation()
 }
 
 // MessageKind tells a text message from an audio frame.

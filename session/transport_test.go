@@ -48,7 +48,7 @@ func (p *pipeConn) Read(ctx context.Context) (session.Message, error) {
 	}
 }
 
-func (p *pipeConn) Negotiate(h protocol.ClientHello) (session.Negotiated, error) {
+func (p *pipeConn) Negotiate(_ string, h protocol.ClientHello) (session.Negotiated, error) {
 	if h.Transport != "udp" {
 		return session.Negotiated{}, errors.New("this transport carries audio over UDP only")
 	}

@@ -57,7 +57,7 @@ func (w *wsConn) Read(ctx context.Context) (Message, error) {
 
 // Negotiate fixes the binary framing: the hello's version when it is one
 // the hub knows, else the Protocol-Version header's, else 1.
-func (w *wsConn) Negotiate(h protocol.ClientHello) (Negotiated, error) {
+func (w *wsConn) Negotiate(_ string, h protocol.ClientHello) (Negotiated, error) {
 	if v := h.Version; v >= 1 && v <= 3 {
 		w.version = v
 	}

@@ -47,14 +47,14 @@ func (s *Store) Trust(ctx context.Context, deviceID string) (hub.Trust, error) {
 }
 
 const trustCols = `device_id, client_id, generation, approved, revoked, activation_version,
-	serial_number, activation_hmac, board, firmware, last_check`
+	serial_number, activation_hmac, board, firmware, last_check, transport`
 
 func scanTrust(sc interface{ Scan(...any) error }) (hub.Trust, error) {
 	var t hub.Trust
 	var approved, revoked, checked sql.NullInt64
 	var info sql.NullString
 	err := sc.Scan(&t.DeviceID, &t.ClientID, &t.Generation, &approved, &revoked, &t.ActivationVersion,
-		&t.SerialNumber, &t.ActivationHMAC, &t.Board, &t.Firmware, &checked, &info)
+		&t.SerialNumber, &t.ActivationHMAC, &t.Board, &t.Firmware, &checked, &t.Transport, &info)
 	t.Approved, t.Revoked, t.LastCheck = timeCol(approved), timeCol(revoked), timeCol(checked)
 	t.SystemInfo = rawCol(info)
 	return t, err
@@ -78,12 +78,13 @@ func (s *Store) SaveTrust(ctx context.Context, t hub.Trust) error {
 	}
 	err = s.write(ctx, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO device_trust (device_id, client_id, generation, approved, revoked,
-			activation_version, serial_number, activation_hmac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			activation_version, serial_number, activation_hmac, transport) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (device_id) DO UPDATE SET client_id = excluded.client_id, generation = excluded.generation,
 			approved = excluded.approved, revoked = excluded.revoked,
 			activation_version = excluded.activation_version,
-			serial_number = excluded.serial_number, activation_hmac = excluded.activation_hmac`,
-			t.DeviceID, t.ClientID, t.Generation, approved, revoked, t.ActivationVersion, t.SerialNumber, t.ActivationHMAC)
+			serial_number = excluded.serial_number, activation_hmac = excluded.activation_hmac,
+			transport = excluded.transport`,
+			t.DeviceID, t.ClientID, t.Generation, approved, revoked, t.ActivationVersion, t.SerialNumber, t.ActivationHMAC, t.Transport)
 		return err
 	})
 	if err != nil {

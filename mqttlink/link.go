@@ -1,0 +1,136 @@
+// Package mqttlink is the MQTT+UDP transport of the device session: it
+// turns each device's MQTT connection (held by the embedded broker, or by
+// an external broker the hub is a client of) into a session.Connection
+// that lives as long as the MQTT connection, idle or not, and sets up the
+// UDP audio channel of each conversation.
+//
+// The bus (broker) reports connects, messages and disconnects by device
+// id and publishes to a device; this package owns nothing of MQTT itself,
+// so both broker modes share it. docs/protocol.md §4.
+package mqttlink
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/udpaudio"
+)
+
+// Bus reaches devices over MQTT.
+type Bus interface {
+	// Publish sends one JSON message to the device's downlink topic.
+	Publish(deviceID string, payload []byte) error
+	// Disconnect ends the device's MQTT connection (the bus then reports
+	// it through Link.Disconnected).
+	Disconnect(deviceID string)
+}
+
+// Sessions serves device connections (session.Server).
+type Sessions interface {
+	ServeIdle(c session.Idle, id protocol.Identity, remote string) bool
+}
+
+// Options configures a Link. Bus and Sessions are required.
+type Options struct {
+	Bus      Bus
+	Sessions Sessions
+	// Audio is the UDP audio server; nil: hellos are not answered (the
+	// device shows that it cannot reach the server), MCP works regardless.
+	Audio *udpaudio.Server
+	// UDPHost and UDPPort are what the server hello tells devices to send
+	// audio to (udp-public): an IPv4 address or DNS name the device can
+	// reach, leading to Audio's socket.
+	UDPHost string
+	UDPPort int
+	// QueueLen bounds the messages of one device waiting for its session
+	// (default 32); a device whose session falls behind slows down its own
+	// MQTT connection (the broker reads it no further), no one else's.
+	QueueLen int
+	Logger   *slog.Logger
+}
+
+// Link holds the connection of each device on MQTT. Its methods are the
+// bus's callbacks.
+type Link struct {
+	opts Options
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	conns map[string]*conn
+}
+
+// New returns a Link; it starts nothing.
+func New(opts Options) (*Link, error) {
+	if opts.Bus == nil || opts.Sessions == nil {
+		return nil, errors.New("mqttlink: Bus and Sessions are required")
+	}
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = 32
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Link{opts: opts, log: opts.Logger, conns: map[string]*conn{}}, nil
+}
+
+// Connected starts the session of a device whose MQTT connection is up,
+// authenticated as id. A previous connection of the device ends first.
+func (l *Link) Connected(id protocol.Identity, remote string) {
+	c := newConn(l, id.DeviceID)
+	l.mu.Lock()
+	old := l.conns[id.DeviceID]
+	l.conns[id.DeviceID] = c
+	l.mu.Unlock()
+	if old != nil {
+		old.end("a newer MQTT connection of the device replaced it")
+	}
+	if !l.opts.Sessions.ServeIdle(c, id, remote) {
+		l.forget(c)
+	}
+}
+
+// Message passes a device's message to its session. It blocks while the
+// session is QueueLen messages behind (back-pressure on that device's
+// connection only), and drops the message if the device has no session.
+func (l *Link) Message(deviceID string, payload []byte) {
+	l.mu.Lock()
+	c := l.conns[deviceID]
+	l.mu.Unlock()
+	if c == nil {
+		l.log.Debug("MQTT message from a device without a session dropped", "device", deviceID)
+		return
+	}
+	c.deliver(payload)
+}
+
+// Disconnected ends the session of a device whose MQTT connection ended,
+// for reason (in words, for the offline event). Calls in flight to the
+// device fail at once.
+func (l *Link) Disconnected(deviceID, reason string) {
+	l.mu.Lock()
+	c := l.conns[deviceID]
+	delete(l.conns, deviceID)
+	l.mu.Unlock()
+	if c != nil {
+		c.end(reason)
+	}
+}
+
+// Devices is how many devices have an MQTT session.
+func (l *Link) Devices() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// forget removes c if it is still the device's connection.
+func (l *Link) forget(c *conn) {
+	l.mu.Lock()
+	if l.conns[c.deviceID] == c {
+		delete(l.conns, c.deviceID)
+	}
+	l.mu.Unlock()
+}

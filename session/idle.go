@@ -1,0 +1,63 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/mcpclient"
+	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// attach starts the session of a device that is connected while idle
+// (ServeIdle): there is no hello to wait for. The device is registered
+// online and its tools are discovered at once. Firmware on MQTT announces
+// nothing before its first conversation, so MCP is assumed, as the official
+// gateway assumes it: 1.x firmware never answers, discovery gives up after
+// its attempts, and the device's IoT things arrive in its first
+// conversation. It always succeeds.
+func (s *session) attach(parent context.Context) bool {
+	s.ctx, s.cancel = context.WithCancel(parent)
+	s.version = s.id.ProtocolVersion
+	s.hello = protocol.ClientHello{Version: s.version, MCP: true}
+	s.neg = Negotiated{Transport: "mqtt", ProtocolVersion: s.version}
+	s.client = mcpclient.New(s.sendMCP, mcpclient.Options{
+		Logger:         s.log,
+		OnNotification: s.onNotification,
+		Vision:         s.srv.opts.Vision,
+		ClientVersion:  s.srv.opts.Version,
+	})
+	s.link = s.srv.opts.Registry.Connect(registry.ConnectInfo{
+		DeviceID: s.id.DeviceID, ClientID: s.id.ClientID, ProtocolVersion: s.version, MCP: true,
+	}, s)
+	s.link.SaveLater()
+	s.srv.m.Handshake("ok")
+	s.startListing(time.Now(), true)
+	return true
+}
+
+// converse answers a hello on an idle connection: it opens a conversation.
+// A hello the transport cannot serve (MQTT+UDP: anything but version 3
+// over udp) gets no answer, as the official gateway does: the device gives
+// up after its 10 s wait and says so on its screen.
+func (s *session) converse(ctx context.Context, m protocol.Message) {
+	h, err := m.Hello()
+	if err != nil {
+		s.badInput("bad_hello", err)
+		return
+	}
+	neg, err := s.idle.Negotiate(s.sid, h)
+	if err != nil {
+		s.badInput("bad_hello", fmt.Errorf("hello not answered: %w", err))
+		return
+	}
+	s.hello, s.neg, s.version = h, neg, neg.ProtocolVersion
+	if err := s.write(ctx, s.serverHello(), "hello"); err != nil {
+		s.log.Info("cannot answer hello", "err", err)
+		s.idle.EndConversation()
+		return
+	}
+	s.link.Event(hub.EventDeviceMessage, map[string]any{"type": protocol.TypeHello, "note": "conversation opened", "transport": neg.Transport})
+}
