@@ -18,7 +18,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-
 type message struct {
 	device  string
 	payload string
@@ -35,7 +34,7 @@ func startBroker(t testing.TB, mod func(*Config)) (*Broker, *hubSide) {
 	t.Helper()
 	h := &hubSide{events: make(chan string, 100), messages: make(chan message, 100), refusals: make(chan Refusal, 100)}
 	cfg := Config{
-		Addr: "127.0.0.1:0",
+		Addr:         "127.0.0.1:0",
 		Authenticate: testAuth,
 		OnConnect:    func(id, _, _ string) { h.events <- "connect " + id },
 		OnDisconnect: func(id string, r Reason) { h.events <- "disconnect " + id + ": " + string(r) },

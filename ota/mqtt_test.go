@@ -121,7 +121,11 @@ func TestMQTTSettingsTheFirmwareCannotUse(t *testing.T) {
 	}
 	// A request that reached the hub by an IPv6 literal cannot be told an
 	// endpoint: the device stays on WebSocket.
-	s, _, _ := newService(t, func(o *Options) { o.Policy = PolicyOpen; o.MQTT = &MQTT{Port: 1883}; o.PublicURL = "http://[fd00::1]:8000" })
+	s, _, _ := newService(t, func(o *Options) {
+		o.Policy = PolicyOpen
+		o.MQTT = &MQTT{Port: 1883}
+		o.PublicURL = "http://[fd00::1]:8000"
+	})
 	if _, ans := checkAs(t, s, "aa:00:00:00:05:05", "c", "10.0.5.5:1"); mqttOf(ans) != nil || tokenOf(ans) == "" {
 		t.Fatalf("IPv6 host: %v", ans)
 	}
