@@ -149,6 +149,10 @@ const (
 	EventIdentityRefused = "identity_refused"
 	// EventDeviceRebound: a person bound the device to a new identity.
 	EventDeviceRebound = "device_rebound"
+	// EventConnectionRefused: a transport refused a known device's
+	// connection or message (MQTT: a login the device-auth policy refuses,
+	// a publish to another device's topic).
+	EventConnectionRefused = "connection_refused"
 )
 
 // Thing is one legacy IoT thing (firmware ≤ 1.7) with its last known state.

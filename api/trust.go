@@ -28,6 +28,9 @@ type Trust interface {
 	// Rebind binds the device to another Client-Id and serial ("": the
 	// next one it presents).
 	Rebind(ctx context.Context, deviceID, clientID, serial string) (hub.Trust, error)
+	// SetTransport keeps the device on WebSocket ("websocket") or lets it
+	// follow the hub ("auto") from its next OTA check.
+	SetTransport(ctx context.Context, deviceID, transport string) (hub.Trust, error)
 }
 
 func (s *Server) trustRoutes() []route {
@@ -41,6 +44,7 @@ func (s *Server) trustRoutes() []route {
 		{"/api/devices/{id}/token", []methodHandler{{"DELETE", s.revoke}}},
 		{"/api/devices/{id}/token/revoke", []methodHandler{{"POST", s.revoke}}},
 		{"/api/devices/{id}/rebind", []methodHandler{{"POST", s.rebind}}},
+		{"/api/devices/{id}/transport", []methodHandler{{"PUT", s.setTransport}}},
 	}
 }
 
@@ -128,4 +132,37 @@ func (s *Server) rebind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"deviceId": t.DeviceID, "clientId": t.ClientID, "serialNumber": t.SerialNumber})
+}
+
+var transportSpec = bodySpec{
+	kinds: fieldKinds{"transport": "a string"},
+	shape: `{"transport":"websocket"}`,
+	limit: 1 << 10,
+}
+
+// setTransport answers PUT /api/devices/{id}/transport with a body
+// {"transport":"websocket"|"auto"}: where the device's next OTA check sends
+// it when the hub offers MQTT. Answers {"deviceId","transport"}.
+func (s *Server) setTransport(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Transport *string `json:"transport"`
+	}
+	if err := decodeBody(w, r, &body, transportSpec, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if body.Transport == nil {
+		s.fail(w, r, hub.Errorf(hub.EBADREQUEST, `the body needs "transport": "websocket" or "auto"`))
+		return
+	}
+	t, err := s.trust.SetTransport(r.Context(), pathID(r), *body.Transport)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	transport := t.Transport
+	if transport == "" {
+		transport = "auto"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deviceId": t.DeviceID, "transport": transport})
 }

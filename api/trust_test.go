@@ -32,6 +32,9 @@ func (f fakeTrust) Revoke(_ context.Context, id string) (hub.Trust, error) {
 func (f fakeTrust) Rebind(_ context.Context, id, _, _ string) (hub.Trust, error) {
 	return hub.Trust{DeviceID: id}, f.err
 }
+func (f fakeTrust) SetTransport(_ context.Context, id, _ string) (hub.Trust, error) {
+	return hub.Trust{DeviceID: id}, f.err
+}
 
 // withTrust serves h's registry and t on a server of their own.
 func withTrust(h *testHub, t api.Trust) *testHub {

@@ -44,6 +44,14 @@ const (
 	ReasonHub        Reason = "closed by the hub"
 )
 
+// Client is a device's authenticated connection.
+type Client struct {
+	DeviceID string
+	ClientID string // the MQTT client id it authenticated with
+	Remote   string // the device's address
+	Local    string // the hub's address the device reached
+}
+
 // Refusal describes an attempt the broker refused, for the hub's event log.
 type Refusal struct {
 	ClientID string
@@ -65,9 +73,8 @@ type Config struct {
 	// Authenticate maps CONNECT credentials, from remote, to a device id;
 	// an error refuses the connection and is reported through OnRefused.
 	Authenticate func(clientID, username, password, remote string) (deviceID string, err error)
-	// OnConnect reports a device's new connection, with the client id it
-	// authenticated with.
-	OnConnect    func(deviceID, clientID, remote string)
+	// OnConnect reports a device's new connection.
+	OnConnect    func(Client)
 	OnMessage    func(deviceID string, payload []byte)
 	OnDisconnect func(deviceID string, reason Reason)
 	OnRefused    func(Refusal)
@@ -203,7 +210,7 @@ func (c *Config) defaults() {
 		c.MessageBurst = 100
 	}
 	if c.OnConnect == nil {
-		c.OnConnect = func(string, string, string) {}
+		c.OnConnect = func(Client) {}
 	}
 	if c.OnMessage == nil {
 		c.OnMessage = func(string, []byte) {}

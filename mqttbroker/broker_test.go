@@ -36,7 +36,7 @@ func startBroker(t testing.TB, mod func(*Config)) (*Broker, *hubSide) {
 	cfg := Config{
 		Addr:         "127.0.0.1:0",
 		Authenticate: testAuth,
-		OnConnect:    func(id, _, _ string) { h.events <- "connect " + id },
+		OnConnect:    func(c Client) { h.events <- "connect " + c.DeviceID },
 		OnDisconnect: func(id string, r Reason) { h.events <- "disconnect " + id + ": " + string(r) },
 		OnMessage:    func(id string, p []byte) { h.messages <- message{id, string(p)} },
 		OnRefused:    func(r Refusal) { h.refusals <- r },

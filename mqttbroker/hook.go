@@ -93,7 +93,7 @@ func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) {
 		}
 		h.b.cfg.OnDisconnect(d.id, ReasonReplaced)
 	}
-	h.b.cfg.OnConnect(d.id, cl.ID, cl.Net.Remote)
+	h.b.cfg.OnConnect(Client{DeviceID: d.id, ClientID: cl.ID, Remote: cl.Net.Remote, Local: cl.Net.Conn.LocalAddr().String()})
 }
 
 // OnDisconnect reports the end of a device's current connection.

@@ -23,6 +23,7 @@ import (
 type conn struct {
 	l        *Link
 	deviceID string
+	udpHost  string // told to the device in the server hello
 	in       chan []byte
 	done     chan struct{}
 	once     sync.Once
@@ -131,6 +132,9 @@ func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated
 	if c.l.opts.Audio == nil {
 		return session.Negotiated{}, hub.Errorf(hub.EUNAVAILABLE, "this hub has no UDP audio server: set udp-listen")
 	}
+	if c.udpHost == "" {
+		return session.Negotiated{}, hub.Errorf(hub.EUNAVAILABLE, "the device reached the hub over IPv6, and the firmware's UDP audio needs an IPv4 address or DNS name: set udp-public")
+	}
 	ss, err := c.l.opts.Audio.NewSession()
 	if err != nil {
 		return session.Negotiated{}, fmt.Errorf("open the UDP audio channel: %w", err)
@@ -142,7 +146,7 @@ func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated
 	if old != nil {
 		old.Close()
 	}
-	u := ss.Hello(c.l.opts.UDPHost, c.l.opts.UDPPort)
+	u := ss.Hello(c.udpHost, c.l.opts.UDPPort)
 	return session.Negotiated{Transport: "udp", ProtocolVersion: 3,
 		UDP: &protocol.UDPParams{Server: u.Server, Port: u.Port, Key: u.Key, Nonce: u.Nonce}}, nil
 }

@@ -12,6 +12,7 @@ package mqttlink
 import (
 	"errors"
 	"log/slog"
+	"net/netip"
 	"sync"
 
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -42,7 +43,8 @@ type Options struct {
 	Audio *udpaudio.Server
 	// UDPHost and UDPPort are what the server hello tells devices to send
 	// audio to (udp-public): an IPv4 address or DNS name the device can
-	// reach, leading to Audio's socket.
+	// reach, leading to Audio's socket. UDPHost "": the address the
+	// device's MQTT connection reached (it must be IPv4).
 	UDPHost string
 	UDPPort int
 	// QueueLen bounds the messages of one device waiting for its session
@@ -77,9 +79,14 @@ func New(opts Options) (*Link, error) {
 }
 
 // Connected starts the session of a device whose MQTT connection is up,
-// authenticated as id. A previous connection of the device ends first.
-func (l *Link) Connected(id protocol.Identity, remote string) {
+// authenticated as id, from remote to the hub's address local (host:port).
+// A previous connection of the device ends first.
+func (l *Link) Connected(id protocol.Identity, remote, local string) {
 	c := newConn(l, id.DeviceID)
+	c.udpHost = l.opts.UDPHost
+	if c.udpHost == "" {
+		c.udpHost = ipv4Host(local)
+	}
 	l.mu.Lock()
 	old := l.conns[id.DeviceID]
 	l.conns[id.DeviceID] = c
@@ -133,4 +140,17 @@ func (l *Link) forget(c *conn) {
 		delete(l.conns, c.deviceID)
 	}
 	l.mu.Unlock()
+}
+
+// ipv4Host is the IPv4 address of host:port, or "" (the firmware's UDP
+// client resolves a DNS name or parses IPv4 only).
+func ipv4Host(addr string) string {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return ""
+	}
+	if a := ap.Addr().Unmap(); a.Is4() {
+		return a.String()
+	}
+	return ""
 }

@@ -47,6 +47,14 @@ type Config struct {
 	ActivationExpiry  time.Duration `yaml:"activation-expiry" help:"how long an activation code shown by a device can be approved"`
 	FirmwareDir       string        `yaml:"firmware-dir" help:"firmware images offered to devices, laid out as <board>/<version>.bin (default: none)"`
 
+	// The MQTT+UDP transport (mqtt.go): devices stay connected while idle.
+	MQTTListen  string `yaml:"mqtt-listen" help:"address of the embedded MQTT broker for devices on MQTT+UDP, e.g. :1883 (empty: off); with it set, the OTA endpoint offers MQTT to every device not kept on WebSocket"`
+	UDPListen   string `yaml:"udp-listen" help:"address of the UDP audio server for MQTT devices (default: mqtt-listen's host and port, over UDP)"`
+	MQTTPublic  string `yaml:"mqtt-public" help:"the broker's host:port as devices dial it, an IPv4 address or DNS name (default: the host of public-url or of the OTA request, with mqtt-listen's port); port 8883 means TLS"`
+	UDPPublic   string `yaml:"udp-public" help:"the UDP audio server's host:port as devices reach it (default: the address the device's MQTT connection reached, with udp-listen's port)"`
+	MQTTTLSCert string `yaml:"mqtt-tls-cert" help:"PEM certificate chain for MQTT over TLS; devices use TLS exactly on port 8883 and check it against the ESP-IDF CA bundle, so it must come from a public CA"`
+	MQTTTLSKey  string `yaml:"mqtt-tls-key" help:"PEM private key of mqtt-tls-cert"`
+
 	// The built-in agent (POST /api/agent/chat, xiaozhi-hub chat). In the
 	// config file they can also be written as an agent: section (provider,
 	// model, api-key, base-url). LoadConfig fills the ones left empty from
@@ -128,6 +136,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("demo: %d devices is outside 0..1000", c.Demo))
 	}
 	errs = append(errs, c.validateLimits()...)
+	errs = append(errs, c.validateMQTT()...)
 	if _, _, err := parseMemoryLimit(c.MemoryLimit); err != nil {
 		errs = append(errs, err)
 	}

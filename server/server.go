@@ -42,6 +42,7 @@ type Hub struct {
 	Registry *registry.Registry
 	Metrics  *metrics.Metrics
 	devices  *session.Server
+	mqtt     *mqttSide // nil unless mqtt-listen is set
 	agent    *agent.Agent
 	mcp      *mcpserver.Server
 	closeMCP func() // once: both Close and closeCore need it
@@ -88,13 +89,28 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		// in this process, so they work under every policy.
 		cfg.DeviceTokens = []string{inProcessToken()}
 	}
+	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock}
+	// The MQTT broker is bound first: the OTA answer tells devices its port.
+	mq, mqttOn, _ := cfg.mqttSettings() // checked by Validate
+	var mqttOffer *ota.MQTT
+	if mqttOn {
+		if h.mqtt, err = h.bindMQTT(mq); err != nil {
+			st.Close()
+			lock.release()
+			return nil, err
+		}
+		mqttOffer = h.mqtt.offer(mq)
+	}
 	trust, err := ota.New(ctx, ota.Options{
 		Store: st, Registry: reg, SecretPath: filepath.Join(cfg.DataDir, deviceSecretFile),
 		Policy: cfg.DeviceAuth, DeviceTokens: cfg.DeviceTokens, PublicURL: cfg.PublicURL,
 		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
-		Logger: log.With("component", "ota"),
+		MQTT: mqttOffer, Logger: log.With("component", "ota"),
 	})
 	if err != nil {
+		if h.mqtt != nil {
+			h.mqtt.stop()
+		}
 		st.Close() // the registry and OTA service start nothing until used
 		lock.release()
 		return nil, err
@@ -102,6 +118,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	// Load starts the registry's background persistence: from here on,
 	// failures unwind through closeCore.
 	if err := reg.Load(ctx); err != nil {
+		if h.mqtt != nil {
+			h.mqtt.stop()
+		}
 		reg.Close()
 		st.Close()
 		lock.release()
@@ -115,7 +134,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		}
 		return nil
 	})
-	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock}
 	var vision *mcpclient.Vision
 	if cfg.VisionURL != "" {
 		vision = &mcpclient.Vision{URL: cfg.VisionURL, Token: cfg.VisionToken}
@@ -124,6 +142,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),
 		Metrics: m, Vision: vision, OriginPatterns: cfg.DeviceOrigins, Version: Version,
 	})
+	if h.mqtt != nil {
+		if err := h.wireMQTT(h.mqtt, mq, trust); err != nil {
+			h.closeCore()
+			return nil, err
+		}
+	}
 	h.agent = agent.New(reg, agent.Config{
 		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
 		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
@@ -147,6 +171,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	h.ln = ln
+	if h.mqtt != nil {
+		h.mqtt.start() // devices on MQTT are served from here on
+	}
 	if err := lock.describe(ln.Addr().String()); err != nil {
 		log.Warn("could not write the listen address into the lock file", "err", err)
 	}
@@ -198,12 +225,24 @@ func (h *Hub) DeviceURL() string {
 	return "ws://127.0.0.1:" + port + "/xiaozhi/v1/"
 }
 
+// MQTTAddr is the address of the embedded MQTT broker ("" when
+// mqtt-listen is not set).
+func (h *Hub) MQTTAddr() string {
+	if h.mqtt == nil {
+		return ""
+	}
+	return h.mqtt.broker.Addr()
+}
+
 // Run serves until ctx ends, then shuts down gracefully.
 func (h *Hub) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- h.http.Serve(h.ln) }()
 	h.log.Info("hub listening", "addr", h.ln.Addr().String(), "ota", h.OTAURL(), "devices", h.DeviceURL(),
 		"deviceAuth", h.cfg.DeviceAuth, "api", h.URL()+"/api/devices")
+	if h.mqtt != nil {
+		h.log.Info("MQTT+UDP transport listening", "mqtt", h.mqtt.broker.Addr(), "udp", h.mqtt.audio.Addr().String())
+	}
 	select {
 	case err := <-errc:
 		h.closeCore()
@@ -231,6 +270,11 @@ func (h *Hub) Close() error {
 func (h *Hub) closeCore() {
 	if h.stopDemo != nil {
 		h.stopDemo()
+	}
+	if h.mqtt != nil {
+		// MQTT devices go offline with the broker ("the hub is shutting
+		// down"); their sessions end before the device endpoint closes.
+		h.mqtt.stop()
 	}
 	if h.devices != nil {
 		h.devices.Close()

@@ -1,0 +1,215 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/mqttbroker"
+	"github.com/xiaozhi-hub/hub/mqttlink"
+	"github.com/xiaozhi-hub/hub/ota"
+	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/udpaudio"
+)
+
+// mqttSide is the MQTT+UDP transport (mqtt-listen): the embedded broker,
+// the UDP audio server, and the link that turns their devices into
+// sessions of the device endpoint. Devices on it stay online while idle.
+type mqttSide struct {
+	trust  *ota.Service // set by wire, before start
+	broker *mqttbroker.Broker
+	audio  *udpaudio.Server
+	link   *mqttlink.Link
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once // stop
+}
+
+// bindMQTT binds the broker and the UDP socket; wire connects them to the
+// hub once the OTA service (told the broker's port by offer) and the device
+// endpoint exist, and start serves them.
+func (h *Hub) bindMQTT(a mqttAddrs) (*mqttSide, error) {
+	log := h.log.With("component", "mqtt")
+	var tlsCfg *tls.Config
+	if a.tls {
+		cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKeyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt-tls-cert/mqtt-tls-key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	side := &mqttSide{}
+	b, err := mqttbroker.New(mqttbroker.Config{
+		Addr: a.listen, TLS: tlsCfg,
+		Authenticate: func(clientID, username, password, remote string) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			id, err := side.trust.AuthorizeMQTT(ctx, clientID, username, password, hostOf(remote))
+			return id.DeviceID, err
+		},
+		OnConnect: func(c mqttbroker.Client) {
+			// The login was checked at CONNECT; this only reads the Client-Id.
+			id, err := protocol.ParseMQTTLogin(c.ClientID, c.DeviceID, "")
+			if err != nil {
+				id = protocol.Identity{DeviceID: c.DeviceID, ProtocolVersion: 3}
+			}
+			side.link.Connected(id, "mqtt "+c.Remote, c.Local)
+		},
+		OnMessage:    func(id string, p []byte) { side.link.Message(id, p) },
+		OnDisconnect: func(id string, r mqttbroker.Reason) { side.link.Disconnected(id, string(r)) },
+		OnRefused:    func(r mqttbroker.Refusal) { h.mqttRefused(log, r) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mqtt-listen: %w", err)
+	}
+	side.broker = b
+	udpListen := a.udpListen
+	if udpListen == "" { // mqtt-listen's host and port, over UDP
+		host, _, _ := net.SplitHostPort(a.listen)
+		_, port, _ := net.SplitHostPort(b.Addr())
+		udpListen = net.JoinHostPort(host, port)
+	}
+	audio, err := udpaudio.Listen(udpListen, udpaudio.Config{Logger: log})
+	if err != nil {
+		side.closeBroker()
+		return nil, fmt.Errorf("udp-listen %s: %w", udpListen, err)
+	}
+	side.audio = audio
+	return side, nil
+}
+
+// offer is what the OTA answer tells devices about the broker.
+func (m *mqttSide) offer(a mqttAddrs) *ota.MQTT {
+	port := a.publicPort
+	if port == 0 {
+		_, p, _ := net.SplitHostPort(m.broker.Addr())
+		port, _ = strconv.Atoi(p)
+	}
+	return &ota.MQTT{Host: a.publicHost, Port: port}
+}
+
+// wire connects the transport to the device-auth policy and the device
+// endpoint.
+func (h *Hub) wireMQTT(m *mqttSide, a mqttAddrs, trust *ota.Service) error {
+	m.trust = trust
+	udpPort := a.udpPort
+	if a.udpHost == "" || udpPort == 0 {
+		udpPort = int(m.audio.Addr().Port())
+	}
+	var err error
+	m.link, err = mqttlink.New(mqttlink.Options{
+		Bus: m.broker, Sessions: h.devices, Audio: m.audio, UDPHost: a.udpHost, UDPPort: udpPort,
+		Logger: h.log.With("component", "mqtt"),
+	})
+	if err != nil {
+		return err
+	}
+	m.register(h.Metrics.Registry)
+	return nil
+}
+
+// start serves the broker and the UDP socket until stop.
+func (m *mqttSide) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.wg.Add(2)
+	go func() { defer m.wg.Done(); _ = m.broker.Run(ctx) }()
+	go func() { defer m.wg.Done(); _ = m.audio.Run(ctx) }()
+}
+
+// stop disconnects every MQTT device (their sessions end as the devices
+// go offline) and closes both sockets.
+func (m *mqttSide) stop() {
+	m.once.Do(func() {
+		if m.cancel == nil {
+			m.closeBroker()
+			return
+		}
+		m.cancel()
+		m.wg.Wait()
+	})
+}
+
+// closeBroker releases sockets that were bound but never served.
+func (m *mqttSide) closeBroker() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if m.broker != nil {
+		_ = m.broker.Run(ctx)
+	}
+	if m.audio != nil {
+		_ = m.audio.Run(ctx)
+	}
+}
+
+// mqttRefused logs a refused MQTT connection or publish, and records it
+// as an event of the device it names when the hub knows that device (an
+// unknown name is only logged: strangers must not fill the event log).
+func (h *Hub) mqttRefused(log *slog.Logger, r mqttbroker.Refusal) {
+	log.Warn("MQTT refused", "device", r.DeviceID, "username", r.Username, "clientId", r.ClientID, "remote", r.Remote, "reason", r.Reason)
+	h.Metrics.Handshake("mqtt_refused")
+	id := r.DeviceID
+	if id == "" {
+		if _, err := h.Registry.Device(hub.NormalizeDeviceID(r.Username)); err == nil {
+			id = hub.NormalizeDeviceID(r.Username)
+		}
+	}
+	if id != "" {
+		h.Registry.Record(hub.EventConnectionRefused, id, map[string]string{
+			"where": "mqtt", "reason": r.Reason, "clientId": r.ClientID, "remoteAddr": hostOf(r.Remote)})
+	}
+}
+
+// register exports the broker's and the UDP server's counters.
+func (m *mqttSide) register(r *prometheus.Registry) {
+	if r == nil {
+		return
+	}
+	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "xiaozhi_hub_mqtt_devices", Help: "Devices with an MQTT session (online while idle).",
+	}, func() float64 { return float64(m.link.Devices()) }))
+	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "xiaozhi_hub_udp_sessions", Help: "Open UDP audio channels (conversations of MQTT devices).",
+	}, func() float64 { return float64(m.audio.Sessions()) }))
+	r.MustRegister(&statsCollector{m: m})
+}
+
+var (
+	mqttDroppedDesc = prometheus.NewDesc("xiaozhi_hub_mqtt_dropped_total",
+		"MQTT messages and connections the broker refused or dropped, by reason.", []string{"reason"}, nil)
+	udpDatagramsDesc = prometheus.NewDesc("xiaozhi_hub_udp_datagrams_total",
+		"UDP audio datagrams by outcome (received, accepted, sent, or the rule that dropped them).", []string{"outcome"}, nil)
+)
+
+type statsCollector struct{ m *mqttSide }
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- mqttDroppedDesc; ch <- udpDatagramsDesc }
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.m.broker.Stats()
+	for reason, n := range map[string]uint64{"oversized": b.Oversized, "not_json": b.NotJSON, "refused": b.Refused,
+		"over_connection_limit": b.OverLimit, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited} {
+		ch <- prometheus.MustNewConstMetric(mqttDroppedDesc, prometheus.CounterValue, float64(n), reason)
+	}
+	u := c.m.audio.Stats()
+	for outcome, n := range map[string]uint64{"received": u.Received, "accepted": u.Accepted, "sent": u.Sent,
+		"dropped_flood": u.DroppedFlood, "dropped_shape": u.DroppedShape, "dropped_unknown_session": u.DroppedUnknown,
+		"dropped_address": u.DroppedAddr, "dropped_flags": u.DroppedFlags, "dropped_old_sequence": u.DroppedOld,
+		"dropped_queue_full": u.DroppedQueue} {
+		ch <- prometheus.MustNewConstMetric(udpDatagramsDesc, prometheus.CounterValue, float64(n), outcome)
+	}
+}
+
+func hostOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}

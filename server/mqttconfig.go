@@ -1,0 +1,96 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// mqttAddrs are the MQTT+UDP settings, resolved: where to listen and what
+// to tell devices.
+type mqttAddrs struct {
+	listen, udpListen  string // udpListen "": mqtt-listen's host and bound port
+	publicHost         string // "": derived per device (OTA request, MQTT connection)
+	publicPort         int    // 0: mqtt-listen's port once bound
+	udpHost            string // "": the address the device's MQTT connection reached
+	udpPort            int    // 0: udp-listen's port once bound
+	tls                bool
+	tlsCert, tlsKeyPEM string
+}
+
+// mqttSettings resolves the MQTT settings; ok is false when MQTT is off.
+func (c Config) mqttSettings() (a mqttAddrs, ok bool, err error) {
+	if c.MQTTListen == "" {
+		if c.UDPListen != "" || c.MQTTPublic != "" || c.UDPPublic != "" || c.MQTTTLSCert != "" {
+			return a, false, errors.New("udp-listen, mqtt-public, udp-public and mqtt-tls-cert need mqtt-listen")
+		}
+		return a, false, nil
+	}
+	a.listen = c.MQTTListen
+	_, port, err := splitPort("mqtt-listen", c.MQTTListen, true)
+	if err != nil {
+		return a, true, err
+	}
+	a.udpListen = c.UDPListen
+	if a.udpListen != "" {
+		if _, a.udpPort, err = splitPort("udp-listen", a.udpListen, true); err != nil {
+			return a, true, err
+		}
+	}
+	a.publicPort = port
+	if c.MQTTPublic != "" {
+		if a.publicHost, a.publicPort, err = publicHostPort("mqtt-public", c.MQTTPublic); err != nil {
+			return a, true, err
+		}
+	}
+	if c.UDPPublic != "" {
+		if a.udpHost, a.udpPort, err = publicHostPort("udp-public", c.UDPPublic); err != nil {
+			return a, true, err
+		}
+	}
+	a.tls = c.MQTTTLSCert != ""
+	a.tlsCert, a.tlsKeyPEM = c.MQTTTLSCert, c.MQTTTLSKey
+	if a.tls != (c.MQTTTLSKey != "") {
+		return a, true, errors.New("mqtt-tls-cert and mqtt-tls-key go together")
+	}
+	// The firmware (esp-ml307) uses TLS exactly when the port is 8883.
+	if a.tls && a.publicPort != 8883 {
+		return a, true, fmt.Errorf("mqtt-tls-cert: devices use TLS only on port 8883, but they are told port %d (mqtt-public or mqtt-listen)", a.publicPort)
+	}
+	if !a.tls && a.publicPort == 8883 {
+		return a, true, errors.New("mqtt-listen/mqtt-public: devices use TLS on port 8883; set mqtt-tls-cert and mqtt-tls-key, or use another port such as 1883")
+	}
+	return a, true, nil
+}
+
+func (c Config) validateMQTT() []error {
+	if _, _, err := c.mqttSettings(); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// splitPort checks a host:port listen address.
+func splitPort(key, addr string, allowZero bool) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || n < 0 || n > 65535 || (n == 0 && !allowZero) {
+		return "", 0, fmt.Errorf("%s: %q must be host:port, e.g. :1883 or 0.0.0.0:1883", key, addr)
+	}
+	return host, n, nil
+}
+
+// publicHostPort checks an address devices are told: an IPv4 address or
+// a DNS name (the firmware splits at the first ':'), and a port.
+func publicHostPort(key, addr string) (string, int, error) {
+	host, port, err := splitPort(key, addr, false)
+	if err != nil {
+		return "", 0, err
+	}
+	if host == "" || strings.ContainsAny(host, ":[]/ ") {
+		return "", 0, fmt.Errorf("%s: %q must name an IPv4 address or DNS name devices can reach, with a port (the firmware cannot use IPv6 literals)", key, addr)
+	}
+	return host, port, nil
+}
