@@ -234,6 +234,15 @@ func (h *Hub) MQTTAddr() string {
 	return h.mqtt.broker.Addr()
 }
 
+// UDPAddr is the address of the UDP audio server ("" when mqtt-listen is
+// not set).
+func (h *Hub) UDPAddr() string {
+	if h.mqtt == nil {
+		return ""
+	}
+	return h.mqtt.audio.Addr().String()
+}
+
 // Run serves until ctx ends, then shuts down gracefully.
 func (h *Hub) Run(ctx context.Context) error {
 	errc := make(chan error, 1)

@@ -1,0 +1,169 @@
+package mqttlink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
+	"github.com/xiaozhi-hub/hub/udpaudio"
+)
+
+// bus records what the link publishes and whom it disconnects.
+type bus struct {
+	mu        sync.Mutex
+	published [][]byte
+	kicked    []string
+}
+
+func (b *bus) Publish(id string, p []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.published = append(b.published, p)
+	return nil
+}
+
+func (b *bus) Disconnect(id string) { b.mu.Lock(); b.kicked = append(b.kicked, id); b.mu.Unlock() }
+
+func (b *bus) last() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.published) == 0 {
+		return nil
+	}
+	return b.published[len(b.published)-1]
+}
+
+// sessions hands the test each connection the link serves.
+type sessions chan session.Idle
+
+func (s sessions) ServeIdle(c session.Idle, _ protocol.Identity, _ string) bool { s <- c; return true }
+
+func setup(t *testing.T, idle time.Duration) (*Link, *bus, sessions, *udpaudio.Server) {
+	t.Helper()
+	audio, err := udpaudio.Listen("127.0.0.1:0", udpaudio.Config{IdleTimeout: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = audio.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	b := &bus{}
+	ss := make(sessions, 4)
+	l, err := New(Options{Bus: b, Sessions: ss, Audio: audio, UDPPort: int(audio.Addr().Port())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, b, ss, audio
+}
+
+// The audio channel is correct both ways: frames the device sends over UDP
+// come out of Read, and frames written back reach the device and pass the
+// firmware's downlink rules (an echo). Text messages arrive in order.
+func TestEchoOverTheUDPChannel(t *testing.T) {
+	l, _, ss, _ := setup(t, time.Minute)
+	l.Connected(protocol.Identity{DeviceID: "aa:00:00:00:00:01"}, "remote", "127.0.0.1:1883")
+	c := <-ss
+	l.Message("aa:00:00:00:00:01", []byte(`{"type":"listen"}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := c.Read(ctx)
+	if err != nil || m.Kind != session.TextMessage || string(m.Text) != `{"type":"listen"}` {
+		t.Fatalf("Read = %+v %v", m, err)
+	}
+	neg, err := c.Negotiate("sid-1", protocol.ClientHello{Version: 3, Transport: "udp"})
+	if err != nil || neg.UDP == nil || neg.UDP.Server != "127.0.0.1" {
+		t.Fatalf("Negotiate = %+v %v", neg, err)
+	}
+	udp, _ := json.Marshal(neg.UDP)
+	dev, err := mqttdevice.OpenChannel(udp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close(false)
+	for i := range 3 {
+		frame := []byte{0xf8, byte(i), 0xfe}
+		if err := dev.SendAudio(frame, uint32(60*i)); err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.Read(ctx)
+		if err != nil || m.Kind != session.AudioMessage || !bytes.Equal(m.Audio.Data, frame) {
+			t.Fatalf("uplink frame %d: %+v %v", i, m, err)
+		}
+		if err := c.WriteAudio(ctx, m.Audio); err != nil {
+			t.Fatal(err)
+		}
+		back, err := dev.Recv(ctx)
+		if err != nil || !bytes.Equal(back.Opus, frame) || back.Sequence != uint32(i+1) {
+			t.Fatalf("echo %d: %+v %v", i, back, err)
+		}
+	}
+}
+
+// A conversation whose UDP channel falls silent is ended with the
+// server's goodbye carrying the exact session id; the MQTT session stays.
+// Without a conversation, audio cannot be written.
+func TestSilentChannelEndsWithGoodbye(t *testing.T) {
+	l, b, ss, _ := setup(t, 200*time.Millisecond)
+	l.Connected(protocol.Identity{DeviceID: "aa:00:00:00:00:02"}, "remote", "127.0.0.1:1883")
+	c := <-ss
+	if err := c.WriteAudio(context.Background(), session.AudioFrame{Data: []byte{1}}); err == nil {
+		t.Fatal("audio written with no conversation open")
+	}
+	if _, err := c.Negotiate("sid-2", protocol.ClientHello{Version: 3, Transport: "udp"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	readErr := make(chan error, 1)
+	go func() { _, err := c.Read(ctx); readErr <- err }() // Read notices the channel's end
+	deadline := time.Now().Add(10 * time.Second)
+	for string(b.last()) != `{"type":"goodbye","session_id":"sid-2"}` {
+		if time.Now().After(deadline) {
+			t.Fatalf("no goodbye; last published %q", b.last())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l.Disconnected("aa:00:00:00:00:02", "keepalive expired")
+	var end *session.EndError
+	if err := <-readErr; !errors.As(err, &end) || end.Reason != "keepalive expired" {
+		t.Fatalf("Read after the MQTT session ended: %v", err)
+	}
+}
+
+// A hello the link cannot serve is refused with a reason, and a newer
+// connection of the same device replaces the older one.
+func TestBadHelloAndReplacement(t *testing.T) {
+	l, b, ss, _ := setup(t, time.Minute)
+	id := protocol.Identity{DeviceID: "aa:00:00:00:00:03"}
+	l.Connected(id, "remote", "127.0.0.1:1883")
+	old := <-ss
+	if _, err := old.Negotiate("s", protocol.ClientHello{Version: 3, Transport: "websocket"}); err == nil {
+		t.Fatal("a websocket hello over MQTT was negotiated")
+	}
+	l.Connected(id, "remote", "[::1]:1883")
+	fresh := <-ss
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := old.Read(ctx); err == nil {
+		t.Fatal("the replaced connection still reads")
+	}
+	// Reached over IPv6 with no udp-public: the device cannot be told an address.
+	if _, err := fresh.Negotiate("s", protocol.ClientHello{Version: 3, Transport: "udp"}); err == nil {
+		t.Fatal("negotiated an IPv6 UDP address the firmware cannot use")
+	}
+	old.CloseNow() // replaced: must not disconnect the new connection
+	fresh.CloseNow()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.kicked) != 1 || l.Devices() != 0 {
+		t.Fatalf("disconnected %v, devices %d", b.kicked, l.Devices())
+	}
+}
