@@ -190,7 +190,10 @@ var (
 
 type statsCollector struct{ m *mqttSide }
 
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- mqttDroppedDesc; ch <- udpDatagramsDesc }
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- mqttDroppedDesc
+	ch <- udpDatagramsDesc
+}
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	b := c.m.broker.Stats()

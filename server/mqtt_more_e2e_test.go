@@ -90,7 +90,7 @@ func TestMQTTDeviceCacheServedAfterRestart(t *testing.T) {
 
 	h2 := mqttHub(t, dir, nil)
 	login.Endpoint = h2.MQTTAddr() // a new port on loopback; a real hub keeps its port
-	d2 := connectMQTT(t, login)     // same login: it survives the restart
+	d2 := connectMQTT(t, login)    // same login: it survives the restart
 	defer d2.Drop()
 	// The device answers nothing: its tools come from the cache.
 	waitFor(t, "online", func() bool {

@@ -57,7 +57,7 @@ func TestMigrationLowerCasesMACIDs(t *testing.T) {
 	// Make the database look as if it was written before migration 3.
 	db, err := sql.Open("sqlite", path)
 	must(err)
-	_, err = db.Exec(`DELETE FROM schema_migrations WHERE version >= 3`)
+	_, err = db.Exec(`DELETE FROM schema_migrations WHERE version = 3`)
 	must(err)
 	must(db.Close())
 
