@@ -169,7 +169,8 @@ func TestHostileMQTTInput(t *testing.T) {
 // object (the firmware then uses the websocket one), and "auto" brings
 // MQTT back.
 func TestKeepADeviceOnWebSocket(t *testing.T) {
-	h := mqttHub(t, "", nil)
+	dir := t.TempDir()
+	h := mqttHub(t, dir, nil)
 	const id = "aa:00:00:00:4d:41"
 	serveMCP(t, connectMQTT(t, mqttLogin(t, otaCheck(t, h, id, "uuid-4d-41"))))
 	h.readyTools(id)
@@ -181,6 +182,11 @@ func TestKeepADeviceOnWebSocket(t *testing.T) {
 	}
 	if ans := otaCheck(t, h, id, "uuid-4d-41"); ans["mqtt"] != nil || tokenOf(ans) == "" {
 		t.Fatalf("OTA answer for a device kept on WebSocket: %v", ans)
+	}
+	h.stop() // the choice is stored
+	h = mqttHub(t, dir, nil)
+	if ans := otaCheck(t, h, id, "uuid-4d-41"); ans["mqtt"] != nil {
+		t.Fatalf("after a restart, OTA answer for a device kept on WebSocket: %v", ans)
 	}
 	if st, body := h.call("PUT", "/api/devices/"+id+"/transport", map[string]any{"transport": "pigeon"}); st != 400 && st != 422 {
 		t.Fatalf("unknown transport = %d %v", st, body)
