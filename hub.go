@@ -35,7 +35,10 @@ type Device struct {
 	ProtocolVersion int             `json:"protocolVersion"`    // binary audio framing, 1..3
 	Features        json.RawMessage `json:"features,omitempty"` // hello "features" as sent
 	MCP             bool            `json:"mcp"`                // speaks MCP (hello features.mcp)
-	SystemInfo      json.RawMessage `json:"systemInfo,omitempty"`
+	// Transport of its current or last connection since the hub started:
+	// "websocket" or "mqtt" (not stored).
+	Transport  string          `json:"transport,omitempty"`
+	SystemInfo json.RawMessage `json:"systemInfo,omitempty"`
 
 	FirstSeen time.Time `json:"firstSeen,omitzero"`
 	LastSeen  time.Time `json:"lastSeen,omitzero"` // absent until the device first connects

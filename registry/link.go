@@ -28,6 +28,7 @@ type ConnectInfo struct {
 	ProtocolVersion int
 	Features        json.RawMessage
 	MCP             bool
+	Transport       string // "websocket" or "mqtt"
 }
 
 // Link is one connection's handle on its device entry. The session reports
@@ -63,6 +64,7 @@ func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	e.dev.ProtocolVersion = info.ProtocolVersion
 	e.dev.Features = info.Features
 	e.dev.MCP = info.MCP
+	e.dev.Transport = info.Transport
 	e.dev.LastSeen = now
 	e.stale = info.MCP // until the device's list is fetched again
 	e.failed = ""

@@ -158,14 +158,17 @@ func TestIdleMQTTDeviceIsControllable(t *testing.T) {
 		t.Fatalf("tools of the idle MQTT device: %v", tools)
 	}
 	_, got := h.call("GET", "/api/devices/"+id, nil)
-	if got["online"] != true {
-		t.Fatalf("the idle MQTT device is not online: %v", got)
+	if got["online"] != true || got["transport"] != "mqtt" {
+		t.Fatalf("the idle MQTT device is not online over mqtt: %v", got)
 	}
 
 	// A WebSocket device side by side.
 	const wsID = "aa:00:00:00:4d:02"
 	ws := h.device(sim.Config{DeviceID: wsID, ClientID: "uuid-4d-02", Token: tokenOf(otaCheck(t, h, wsID, "uuid-4d-02"))})
 	h.readyTools(ws.ID())
+	if _, got := h.call("GET", "/api/devices/"+wsID, nil); got["transport"] != "websocket" {
+		t.Fatalf("the WebSocket device's transport: %v", got)
+	}
 
 	st, body := h.call("POST", "/api/devices/"+id+"/tools/self.light.set/call", map[string]any{"arguments": map[string]any{"on": true}})
 	if st != 200 || !dev.lightOn() {

@@ -30,7 +30,7 @@ func (s *session) attach(parent context.Context) bool {
 		ClientVersion:  s.srv.opts.Version,
 	})
 	s.link = s.srv.opts.Registry.Connect(registry.ConnectInfo{
-		DeviceID: s.id.DeviceID, ClientID: s.id.ClientID, ProtocolVersion: s.version, MCP: true,
+		DeviceID: s.id.DeviceID, ClientID: s.id.ClientID, ProtocolVersion: s.version, MCP: true, Transport: s.neg.Transport,
 	}, s)
 	s.link.SaveLater()
 	s.srv.m.Handshake("ok")

@@ -175,7 +175,7 @@ func (s *session) handshake(ctx context.Context) error {
 	// device has its hello the API already shows it online.
 	s.link = s.srv.opts.Registry.Connect(registry.ConnectInfo{
 		DeviceID: s.id.DeviceID, ClientID: s.id.ClientID, ProtocolVersion: s.version,
-		Features: s.hello.Features, MCP: s.hello.MCP,
+		Features: s.hello.Features, MCP: s.hello.MCP, Transport: neg.Transport,
 	}, s)
 	if err := s.write(ctx, s.serverHello(), "hello"); err != nil {
 		s.srv.m.Handshake("write_failed")
