@@ -83,8 +83,15 @@ type Config struct {
 	MaxMessage     int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
 	ConnectTimeout time.Duration // to send CONNECT after dialling, default 10 s
 	MaxKeepalive   uint16        // keepalive 0 or above this is treated as this, default 600 s
-	MessageRate    float64       // messages per second one connection may send on average, default 50
-	MessageBurst   int           // messages it may send at once, default 100; the excess is dropped
+	// MessageRate bounds the messages per second one connection may send
+	// on average, with bursts of MessageBurst (default 2×rate); the excess
+	// is dropped. 0 (the default): no limit here. The hub's device session
+	// applies the device's budget, which must not count the device's
+	// replies to the hub's own requests (the broker cannot tell them
+	// apart), and a session that falls behind slows the device's
+	// connection down by back-pressure.
+	MessageRate  float64
+	MessageBurst int
 }
 
 // Stats counts what the broker dropped.
@@ -203,11 +210,8 @@ func (c *Config) defaults() {
 	if c.MaxKeepalive == 0 {
 		c.MaxKeepalive = 600
 	}
-	if c.MessageRate <= 0 {
-		c.MessageRate = 50
-	}
-	if c.MessageBurst <= 0 {
-		c.MessageBurst = 100
+	if c.MessageRate > 0 && c.MessageBurst <= 0 {
+		c.MessageBurst = max(1, int(2*c.MessageRate))
 	}
 	if c.OnConnect == nil {
 		c.OnConnect = func(Client) {}

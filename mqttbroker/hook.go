@@ -125,7 +125,7 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 	if d == nil || !h.b.payloadOK(pk.Payload) {
 		return pk, packets.ErrRejectPacket
 	}
-	if !d.allow(time.Now(), h.b.cfg.MessageRate, h.b.cfg.MessageBurst) {
+	if h.b.cfg.MessageRate > 0 && !d.allow(time.Now(), h.b.cfg.MessageRate, h.b.cfg.MessageBurst) {
 		h.b.rateLimited.Add(1)
 		return pk, packets.ErrRejectPacket
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // mqttHub runs a hub with the embedded MQTT broker on loopback.
-func mqttHub(t *testing.T, dir string, edit func(*server.Config)) *testHub {
+func mqttHub(t testing.TB, dir string, edit func(*server.Config)) *testHub {
 	t.Helper()
 	return startHub(t, dir, func(c *server.Config) {
 		c.MQTTListen = "127.0.0.1:0"
@@ -29,7 +29,7 @@ func mqttHub(t *testing.T, dir string, edit func(*server.Config)) *testHub {
 }
 
 // otaCheck makes the device's OTA check and returns the answer.
-func otaCheck(t *testing.T, h *testHub, deviceID, clientID string) map[string]any {
+func otaCheck(t testing.TB, h *testHub, deviceID, clientID string) map[string]any {
 	t.Helper()
 	req, _ := http.NewRequest("POST", h.OTAURL(), strings.NewReader(`{"application":{"version":"2.4.2"}}`))
 	req.Header.Set("Device-Id", deviceID)
@@ -48,7 +48,7 @@ func otaCheck(t *testing.T, h *testHub, deviceID, clientID string) map[string]an
 }
 
 // mqttLogin is what the firmware stores from the OTA answer's mqtt object.
-func mqttLogin(t *testing.T, ans map[string]any) mqttdevice.Config {
+func mqttLogin(t testing.TB, ans map[string]any) mqttdevice.Config {
 	t.Helper()
 	m, ok := ans["mqtt"].(map[string]any)
 	if !ok {
@@ -70,7 +70,7 @@ type mcpResponder struct {
 	wg    sync.WaitGroup
 }
 
-func serveMCP(t *testing.T, d *mqttdevice.Device) *mcpResponder {
+func serveMCP(t testing.TB, d *mqttdevice.Device) *mcpResponder {
 	r := &mcpResponder{d: d}
 	r.wg.Go(r.loop)
 	t.Cleanup(func() { d.Drop(); r.wg.Wait() })
@@ -132,7 +132,7 @@ func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 func (r *mcpResponder) lightOn() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.light }
 func (r *mcpResponder) received() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.calls) }
 
-func connectMQTT(t *testing.T, cfg mqttdevice.Config) *mqttdevice.Device {
+func connectMQTT(t testing.TB, cfg mqttdevice.Config) *mqttdevice.Device {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -175,6 +175,21 @@ func TestIdleMQTTDeviceIsControllable(t *testing.T) {
 		t.Fatalf("REST call to the idle MQTT device = %d %v (light %v)", st, body, dev.lightOn())
 	}
 
+	// Many calls in a row: the device's replies to the hub's requests are
+	// not throttled (only what it sends unasked counts against its budget).
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 40 {
+				if st, body := h.call("POST", "/api/devices/"+id+"/tools/self.light.set/call", map[string]any{"arguments": map[string]any{"on": true}, "timeoutMs": 5000}); st != 200 {
+					t.Errorf("call in a burst = %d %v", st, body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
@@ -196,7 +211,7 @@ func TestIdleMQTTDeviceIsControllable(t *testing.T) {
 		st, _ := h.call("POST", "/api/devices/"+id+"/tools/self.slow/call", map[string]any{"timeoutMs": 60000})
 		res <- st
 	}()
-	waitFor(t, "the slow call to reach the device", func() bool { return dev.received() == 3 })
+	waitFor(t, "the slow call to reach the device", func() bool { return dev.received() == 3+8*40 })
 	d.Drop()
 	select {
 	case st := <-res:

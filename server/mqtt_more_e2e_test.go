@@ -160,6 +160,19 @@ func TestHostileMQTTInput(t *testing.T) {
 			h.metric(t, `xiaozhi_hub_udp_datagrams_total{outcome="dropped_unknown_session"}`) >= 1
 	})
 
+	// A flood of unsolicited messages disconnects the device, as on WebSocket.
+	for range 1000 {
+		if b.Publish([]byte(`{"type":"listen","state":"detect","text":"hi"}`)) != nil {
+			break
+		}
+	}
+	select {
+	case <-b.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the flooding device is still connected")
+	}
+	h.waitEvent(bad, "too many messages")
+
 	if st, body := h.call("POST", "/api/devices/"+good+"/tools/self.light.set/call", map[string]any{"arguments": map[string]any{"on": true}}); st != 200 || !dev.lightOn() {
 		t.Fatalf("the good device after the attacks: %d %v", st, body)
 	}
