@@ -94,4 +94,3 @@ func processCPU() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
