@@ -268,6 +268,15 @@ function buildDetail(id) {
     try { await api("POST", path + "/rebind", {}); live(d.out, () => t("detail.rebound")); }
     catch (e) { d.out.classList.remove("tr"); d.out.textContent = e.message; }
   });
+  // Where the device's next OTA check sends it when the hub offers MQTT.
+  d.transport = el("select", { class: "transport", "data-i18n-aria": "detail.transport", "aria-label": t("detail.transport") },
+    el("option", { value: "auto", "data-i18n": "detail.transportAuto" }, t("detail.transportAuto")),
+    el("option", { value: "websocket", "data-i18n": "detail.transportWS" }, t("detail.transportWS")));
+  api("GET", path + "/trust").then(tr => { d.transport.value = tr.transport || "auto"; }).catch(() => {});
+  d.transport.addEventListener("change", async () => {
+    try { await api("PUT", path + "/transport", { transport: d.transport.value }); live(d.out, () => t("detail.transportSet")); }
+    catch (e) { d.out.classList.remove("tr"); d.out.textContent = e.message; }
+  });
   const del = el("button", { class: "danger delete", "data-i18n": "detail.delete" }, t("detail.delete"));
   del.addEventListener("click", async () => {
     if (!await confirmBox(t("detail.confirmDelete", { device: devName(id) }))) return;
@@ -280,7 +289,7 @@ function buildDetail(id) {
   d.thingsBox = el("div", {});
   d.err = el("div", {});
   $("detail").replaceChildren(el("h2", {}, d.dot, " ", d.title), d.meta, form,
-    el("div", { class: "row", style: "margin-top:8px" }, revoke, rebind, del), d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
+    el("div", { class: "row", style: "margin-top:8px" }, revoke, rebind, del, d.transport), d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
   detail = d;
 }
 
@@ -305,7 +314,7 @@ async function refreshDetail() {
     d.dot.classList.toggle("on", dev.online);
     d.title.textContent = dev.name || dev.id;
     live(d.meta, () => [dev.id, dev.board, dev.firmware && t("detail.firmware", { v: dev.firmware }),
-      t("detail.protocol", { v: dev.protocolVersion }), dev.online ? t("devices.online") : t("detail.lastSeen", { ago: ago(dev.lastSeen) })]
+      t("detail.protocol", { v: dev.protocolVersion }), dev.transport && (dev.transport === "mqtt" ? "MQTT" : "WebSocket"), dev.online ? t("devices.online") : t("detail.lastSeen", { ago: ago(dev.lastSeen) })]
       .filter(Boolean).join(" · "));
     setIfIdle(d.name, dev.name || "");
     setIfIdle(d.room, dev.room || "");

@@ -129,6 +129,14 @@ func TestBrowserDevicesToolsAndIoT(t *testing.T) {
 	b.run(chromedp.Click(`#confirmOk`, chromedp.ByQuery))
 	b.waitJS("the re-binding", `document.querySelector("#detail").textContent.includes("re-bound")`)
 
+	// Keeping the device on WebSocket (when the hub offers MQTT).
+	var ok bool
+	b.eval(`(() => { const s = document.querySelector("#detail select.transport"); s.value = "websocket"; s.dispatchEvent(new Event("change")); return true })()`, &ok)
+	b.waitJS("the transport saved", `document.querySelector("#detail").textContent.includes("next boot")`)
+	if tr := apiCall(t, h, "GET", "/api/devices/"+mcpID+"/trust", nil); tr["transport"] != "websocket" {
+		t.Fatalf("trust after keeping on WebSocket: %v", tr)
+	}
+
 	// The agent's chat says what is missing when no LLM is configured.
 	b.run(chromedp.SendKeys("#chatInput", "turn on the lamp", chromedp.ByQuery),
 		chromedp.Click(`#chatForm button`, chromedp.ByQuery))
