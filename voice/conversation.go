@@ -1,0 +1,268 @@
+package voice
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xiaozhi-hub/hub/protocol"
+)
+
+// Conversation is one device's conversation, from its hello to its end.
+// Its methods hand events to the conversation's goroutine and never block
+// the caller (the device's read loop): uplink audio that the conversation
+// cannot take at once is dropped and counted, as the firmware's own send
+// queue does.
+type Conversation struct {
+	e        *Engine
+	deviceID string
+	language string
+	down     protocol.AudioParams
+	out      Output
+
+	// in carries the device's messages and audio in the order they came:
+	// a listen stop must not overtake the last frames of the utterance.
+	in   chan event
+	done chan struct{}
+	once  sync.Once
+
+	Dropped atomic.Uint64 // uplink frames dropped (behind, or not listening)
+	BadAudio atomic.Uint64 // frames that did not decode
+}
+
+type event struct {
+	kind              eventKind
+	state, mode, text string
+	opus              []byte
+}
+
+type eventKind uint8
+
+const (
+	evListen eventKind = iota
+	evAbort
+	evAudio
+)
+
+func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
+	return &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out,
+		in: make(chan event, 64), done: make(chan struct{})}
+}
+
+// Listen hands over a listen message (state start/stop/detect, its mode
+// and text).
+func (c *Conversation) Listen(state, mode, text string) {
+	c.send(event{kind: evListen, state: state, mode: mode, text: text})
+}
+
+// Abort hands over the device's abort: the answer stops at once.
+func (c *Conversation) Abort() { c.send(event{kind: evAbort}) }
+
+// send queues a control message; it waits while the conversation is
+// behind (the device's own text budget bounds how often that happens).
+func (c *Conversation) send(ev event) {
+	select {
+	case c.in <- ev:
+	case <-c.done:
+	}
+}
+
+// Audio hands over one uplink Opus frame (copied: the transport's buffer
+// is reused). A frame the conversation cannot take at once is dropped.
+func (c *Conversation) Audio(opus []byte, _ uint32) {
+	select {
+	case c.in <- event{kind: evAudio, opus: append([]byte(nil), opus...)}:
+	default:
+		c.Dropped.Add(1)
+	}
+}
+
+// Close ends the conversation (the device said goodbye or went away) and
+// cancels a turn in progress. It does not wait.
+func (c *Conversation) Close() { c.once.Do(func() { close(c.done) }) }
+
+// loop is the state of a conversation's goroutine.
+type loop struct {
+	c        *Conversation
+	ctx      context.Context
+	on       bool   // between listen start and the end of the utterance
+	mode     string // auto, manual, realtime
+	rec      Recognition
+	started  time.Time // of the utterance
+	pre      [][]int16 // the last frames before speech began (auto, realtime)
+	dec      Decoder
+	vad      VAD
+	t        *turn // the answer in progress
+	missing  string
+	answered bool // the not-configured answer was given
+	silence  *time.Timer
+}
+
+const preFrames = 5 // 300 ms of 60 ms frames kept from before speech began
+
+func (c *Conversation) run() {
+	ctx, cancel := context.WithCancel(c.e.ctx)
+	defer cancel()
+	l := &loop{c: c, ctx: ctx, missing: c.e.missing(), silence: time.NewTimer(c.e.opts.Silence)}
+	defer l.silence.Stop()
+	defer func() {
+		if l.rec != nil {
+			l.rec.Close()
+		}
+		if l.t != nil {
+			l.t.cancel()
+			<-l.t.done
+		}
+	}()
+	for {
+		var turnDone <-chan struct{}
+		if l.t != nil {
+			turnDone = l.t.done
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.done:
+			return
+		case <-l.silence.C:
+			c.out.End("no speech for " + c.e.opts.Silence.String())
+			return
+		case <-turnDone:
+			l.t = nil
+			l.silence.Reset(c.e.opts.Silence)
+			if l.answered {
+				c.out.End("voice is not configured")
+				return
+			}
+		case ev := <-c.in:
+			switch ev.kind {
+			case evAudio:
+				l.hear(ev.opus)
+			case evAbort:
+				if l.t != nil {
+					l.t.abort()
+				}
+			case evListen:
+				l.listen(ev)
+			}
+		}
+	}
+}
+
+// listen handles a listen message.
+func (l *loop) listen(ev event) {
+	switch ev.state {
+	case "start":
+		if l.missing != "" {
+			if l.t == nil && !l.answered {
+				l.answered = true
+				l.t = l.c.say(l.ctx, notConfigured(l.c.language, l.missing))
+			}
+			return
+		}
+		l.on, l.mode = true, ev.mode
+		if l.mode == "" {
+			l.mode = "auto"
+		}
+		if l.vad == nil && l.c.e.opts.NewVAD != nil {
+			l.vad = l.c.e.opts.NewVAD()
+		}
+		if l.vad != nil {
+			l.vad.Reset()
+		}
+	case "stop":
+		if l.on && l.mode == "manual" && l.t == nil {
+			if l.rec == nil && !l.startUtterance() {
+				return
+			}
+			l.endUtterance()
+		}
+		l.on = false
+	}
+}
+
+// hear handles one uplink frame.
+func (l *loop) hear(opus []byte) {
+	c := l.c
+	if !l.on || l.missing != "" || l.t != nil && l.mode != "realtime" {
+		c.Dropped.Add(1) // not listening, or the device's mic should be off
+		return
+	}
+	if l.dec == nil {
+		var err error
+		if l.dec, err = c.e.opts.Codec.NewDecoder(16000); err != nil {
+			c.e.log.Warn("no Opus decoder", "err", err)
+			l.missing = "a working Opus decoder"
+			return
+		}
+	}
+	pcm, err := l.dec.Decode(opus)
+	if err != nil {
+		c.BadAudio.Add(1)
+		return
+	}
+	ended := false
+	if l.mode == "manual" || l.vad == nil {
+		if l.rec == nil && !l.startUtterance() {
+			return
+		}
+	} else {
+		var speaking bool
+		speaking, ended = l.vad.Push(pcm)
+		if l.rec == nil {
+			if !speaking {
+				l.pre = append(l.pre, pcm)
+				if len(l.pre) > preFrames {
+					l.pre = l.pre[1:]
+				}
+				return
+			}
+			if l.t != nil { // realtime: the person talks over the answer
+				l.t.abort()
+				<-l.t.done
+				l.t = nil
+			}
+			if !l.startUtterance() {
+				return
+			}
+			for _, p := range l.pre {
+				_ = l.rec.Write(p)
+			}
+			l.pre = nil
+		}
+	}
+	_ = l.rec.Write(pcm)
+	l.silence.Reset(c.e.opts.Silence)
+	if ended || time.Since(l.started) > c.e.opts.MaxUtterance {
+		l.endUtterance()
+	}
+}
+
+// endUtterance hands the utterance to a turn.
+func (l *loop) endUtterance() {
+	rec := l.rec
+	l.rec, l.pre = nil, nil
+	if l.mode == "manual" {
+		l.on = false
+	}
+	l.t = l.c.startTurn(l.ctx, rec)
+}
+
+// startUtterance opens the recognition of a new utterance. When the
+// recognizer is unavailable, the device is told so in a turn of its own
+// and the microphone side stops until the next listen start.
+func (l *loop) startUtterance() bool {
+	c := l.c
+	rec, err := c.e.opts.Recognizer.Start(l.ctx, c.language)
+	if err != nil {
+		c.e.log.Warn("speech recognition unavailable", "device", c.deviceID, "err", err)
+		l.on = false
+		if l.t == nil {
+			l.t = c.say(l.ctx, failed(c.language, "recognition", err))
+		}
+		return false
+	}
+	l.rec, l.started = rec, time.Now()
+	return true
+}

@@ -1,0 +1,275 @@
+package voice
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/xiaozhi-hub/hub/protocol"
+)
+
+// turn is one answer in progress: recognition's end, the model, speech
+// synthesis and paced audio, on a goroutine owned by the Engine. It always
+// ends with tts stop: at once when aborted, else after the last audio has
+// had time to play.
+type turn struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	c      *Conversation
+
+	mu      sync.Mutex // orders audio and the final tts stop
+	stopped bool       // tts stop was sent: nothing may follow it
+}
+
+// abort stops the answer at once and tells the device (tts stop), without
+// waiting for the turn's goroutine to notice; no audio follows.
+func (t *turn) abort() {
+	t.cancel()
+	t.stop()
+}
+
+// stop sends tts stop, once.
+func (t *turn) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.stopped {
+		t.stopped = true
+		t.c.write(context.Background(), ttsMessage("stop"))
+	}
+}
+
+// audio sends one packet unless the turn was stopped.
+func (t *turn) audio(ctx context.Context, pkt []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return context.Canceled
+	}
+	return t.c.out.WriteAudio(ctx, pkt, 0)
+}
+
+func (c *Conversation) newTurn(ctx context.Context, body func(ctx context.Context, t *turn)) *turn {
+	tctx, cancel := context.WithTimeout(ctx, c.e.opts.MaxTurn)
+	t := &turn{cancel: cancel, done: make(chan struct{}), c: c}
+	c.e.wg.Add(1)
+	go func() {
+		defer c.e.wg.Done()
+		defer close(t.done)
+		defer cancel()
+		body(tctx, t)
+		t.stop()
+	}()
+	return t
+}
+
+// say answers with a text only (no speech): what the device shows when a
+// turn cannot be spoken.
+func (c *Conversation) say(ctx context.Context, text string) *turn {
+	return c.newTurn(ctx, func(ctx context.Context, t *turn) {
+		c.write(ctx, ttsMessage("start"))
+		if text != "" {
+			c.write(ctx, llmMessage("sad"))
+			c.write(ctx, sentenceMessage(text))
+		}
+	})
+}
+
+// startTurn finishes the recognition of rec and answers what was said.
+func (c *Conversation) startTurn(ctx context.Context, rec Recognition) *turn {
+	return c.newTurn(ctx, func(ctx context.Context, t *turn) {
+		text, err := rec.Finish(ctx)
+		rec.Close()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.e.log.Warn("speech recognition failed", "device", c.deviceID, "err", err)
+				c.write(ctx, sttMessage(""))
+				c.speakText(ctx, t, failed(c.language, "recognition", err))
+			}
+			return
+		}
+		c.write(ctx, sttMessage(text))
+		if text == "" {
+			c.write(ctx, ttsMessage("start")) // nothing was said: an empty answer ends the turn
+			return
+		}
+		c.answer(ctx, t, text)
+	})
+}
+
+// answer runs the model on text, speaking each sentence as soon as it is
+// complete while the model goes on.
+func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
+	c.write(ctx, llmMessage("thinking"))
+	c.write(ctx, ttsMessage("start"))
+	sentences := make(chan string, 16)
+	var answerErr error
+	c.e.wg.Add(1)
+	go func() {
+		defer c.e.wg.Done()
+		defer close(sentences)
+		var sp splitter
+		emit := func(s string) {
+			select {
+			case sentences <- s:
+			case <-ctx.Done():
+			}
+		}
+		_, err := c.e.opts.Brain.Answer(ctx, Turn{DeviceID: c.deviceID, Language: c.language, Text: text}, func(delta string) {
+			for _, s := range sp.push(delta) {
+				emit(s)
+			}
+		})
+		if rest := sp.flush(); rest != "" {
+			emit(rest)
+		}
+		if err != nil && ctx.Err() == nil {
+			answerErr = err
+			emit(failed(c.language, "answer", err))
+		}
+	}()
+	p := newPacer(c.down, c.e.opts.Lead)
+	first := true
+	for s := range sentences {
+		if ctx.Err() != nil {
+			continue // drain: the model goroutine ends with ctx
+		}
+		if first {
+			c.write(ctx, llmMessage("neutral"))
+			first = false
+		}
+		c.write(ctx, sentenceMessage(s))
+		if err := c.speak(ctx, t, p, s); err != nil && ctx.Err() == nil {
+			c.e.log.Warn("speech synthesis failed", "device", c.deviceID, "err", err)
+			c.write(ctx, sentenceMessage(failed(c.language, "speech", err)))
+		}
+	}
+	if answerErr != nil {
+		c.e.log.Warn("answer failed", "device", c.deviceID, "err", answerErr)
+	}
+	p.drain(ctx) // tts stop only once the device has played what it was sent
+}
+
+// speakText speaks one text outside the model's answer (a failure).
+func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
+	c.write(ctx, ttsMessage("start"))
+	c.write(ctx, llmMessage("sad"))
+	c.write(ctx, sentenceMessage(text))
+	p := newPacer(c.down, c.e.opts.Lead)
+	if err := c.speak(ctx, t, p, text); err == nil {
+		p.drain(ctx)
+	}
+}
+
+// speak synthesises text and sends it as paced Opus frames.
+func (c *Conversation) speak(ctx context.Context, t *turn, p *pacer, text string) error {
+	if c.e.opts.Synthesizer == nil {
+		return nil
+	}
+	voice := c.e.opts.Voice
+	if c.e.opts.VoiceOf != nil {
+		if v := c.e.opts.VoiceOf(c.deviceID); v != "" {
+			voice = v
+		}
+	}
+	sp, err := c.e.opts.Synthesizer.Synthesize(ctx, text, voice)
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
+	enc, err := c.e.opts.Codec.NewEncoder(c.down.SampleRate, c.down.FrameDuration)
+	if err != nil {
+		return err
+	}
+	fr := newFramer(sp.SampleRate(), c.down)
+	send := func(pcm []int16) error {
+		pkt, err := enc.Encode(pcm)
+		if err != nil {
+			return err
+		}
+		if err := p.wait(ctx); err != nil {
+			return err
+		}
+		return t.audio(ctx, pkt)
+	}
+	for {
+		chunk, err := sp.Read(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for _, f := range fr.push(chunk) {
+			if err := send(f); err != nil {
+				return err
+			}
+		}
+	}
+	if f := fr.flush(); f != nil {
+		return send(f)
+	}
+	return nil
+}
+
+func (c *Conversation) write(ctx context.Context, msg []byte) {
+	if err := c.out.WriteText(ctx, msg); err != nil && ctx.Err() == nil {
+		c.e.log.Debug("write to device", "device", c.deviceID, "err", err)
+	}
+}
+
+// pacer sends audio no faster than real time beyond a lead: the first
+// frames go at once (the device starts playing with a small buffer), then
+// one per frame duration. The device queues at most 40 packets and drops
+// the rest.
+type pacer struct {
+	frame time.Duration
+	lead  time.Duration
+	start time.Time
+	sent  time.Duration // audio sent so far
+}
+
+func newPacer(down protocol.AudioParams, lead time.Duration) *pacer {
+	return &pacer{frame: time.Duration(down.FrameDuration) * time.Millisecond, lead: lead}
+}
+
+// wait blocks until the next frame may go.
+func (p *pacer) wait(ctx context.Context) error {
+	now := time.Now()
+	if p.start.IsZero() {
+		// tts start is applied on the device's main loop: audio sent in
+		// the same instant can arrive before it is speaking, and is dropped.
+		p.start = now.Add(100 * time.Millisecond)
+	}
+	ahead := p.sent - now.Sub(p.start)
+	p.sent += p.frame
+	if ahead <= p.lead {
+		return nil
+	}
+	tm := time.NewTimer(ahead - p.lead)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drain waits until the device has played everything sent.
+func (p *pacer) drain(ctx context.Context) {
+	if p.start.IsZero() {
+		return
+	}
+	left := p.sent - time.Since(p.start) + 2*p.frame
+	if left <= 0 {
+		return
+	}
+	tm := time.NewTimer(left)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,200 @@
+// Package voice holds a device's spoken conversation: the microphone's
+// Opus frames in, end-of-speech detection for the three listen modes,
+// speech recognition, the agent's answer streamed sentence by sentence
+// into speech synthesis, and Opus frames out, paced in real time, with the
+// messages the firmware expects around them (stt, llm, tts start,
+// sentence_start, tts stop). docs/protocol.md §7 and
+// ../shared/docs/voice-and-mqtt.md §1.
+//
+// It is transport-blind: the device session hands it messages and frames
+// and gives it an Output to answer through. Providers (recognition,
+// synthesis, the model) and the codec are interfaces declared here, so that
+// the engine can be tested and run with any of them; with a part missing,
+// every turn still ends properly and says what to configure.
+package voice
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/xiaozhi-hub/hub/protocol"
+)
+
+// Output is how a conversation reaches its device (the device session).
+type Output interface {
+	// WriteText sends one JSON message.
+	WriteText(ctx context.Context, msg []byte) error
+	// WriteAudio sends one Opus packet of the downlink.
+	WriteAudio(ctx context.Context, opus []byte, timestampMs uint32) error
+	// End ends the conversation on the device's side (MQTT: a goodbye
+	// with the session id; WebSocket: closing the connection).
+	End(reason string)
+}
+
+// Recognizer turns speech into text (package asr).
+type Recognizer interface {
+	// Start opens a recognition of 16 kHz mono PCM in language ("zh",
+	// "en"; "" lets the provider decide).
+	Start(ctx context.Context, language string) (Recognition, error)
+}
+
+// Recognition is one utterance being recognised.
+type Recognition interface {
+	// Write adds PCM as it arrives.
+	Write(pcm []int16) error
+	// Finish ends the audio and returns the text ("" when nothing was said).
+	Finish(ctx context.Context) (string, error)
+	// Close releases it (after Finish, or to abandon it).
+	Close()
+}
+
+// Synthesizer turns text into speech (package tts).
+type Synthesizer interface {
+	// Synthesize streams the speech of text in voice ("" for the default).
+	Synthesize(ctx context.Context, text, voice string) (Speech, error)
+}
+
+// Speech is synthesised audio as it arrives.
+type Speech interface {
+	// SampleRate of the PCM Read returns.
+	SampleRate() int
+	// Read returns the next PCM chunk, or io.EOF after the last.
+	Read(ctx context.Context) ([]int16, error)
+	Close()
+}
+
+// Brain answers what the person said (the built-in agent): deltas of the
+// answer's text as the model writes them, and the whole answer.
+type Brain interface {
+	// Ready says why the brain cannot answer (nil: it can).
+	Ready() error
+	Answer(ctx context.Context, t Turn, onText func(delta string)) (string, error)
+}
+
+// Turn is what the brain is asked.
+type Turn struct {
+	DeviceID string // the device spoken to: "this device"
+	Language string
+	Text     string
+}
+
+// Codec makes the Opus coders of one conversation.
+type Codec interface {
+	// NewDecoder decodes mono Opus to PCM at rate.
+	NewDecoder(rate int) (Decoder, error)
+	// NewEncoder encodes mono PCM at rate into packets of frameMs.
+	NewEncoder(rate, frameMs int) (Encoder, error)
+}
+
+// Decoder decodes one Opus packet.
+type Decoder interface {
+	Decode(packet []byte) ([]int16, error)
+}
+
+// Encoder encodes exactly one frame of PCM into one packet.
+type Encoder interface {
+	Encode(pcm []int16) ([]byte, error)
+}
+
+// VAD tells speech from silence in 16 kHz PCM, frame by frame.
+type VAD interface {
+	// Push takes the next frame and reports whether speech is going on,
+	// and whether an utterance just ended (speech followed by enough
+	// silence).
+	Push(pcm []int16) (speaking, ended bool)
+	Reset()
+}
+
+// Options configures an Engine. Codec is required for audio; without a
+// Recognizer, Synthesizer or a ready Brain every turn says what is missing.
+type Options struct {
+	Codec       Codec
+	Recognizer  Recognizer
+	Synthesizer Synthesizer
+	Brain       Brain
+	// NewVAD makes the end-of-speech detector of auto and realtime modes.
+	NewVAD func() VAD
+	// Voice is the synthesis voice (per device: VoiceOf).
+	Voice   string
+	VoiceOf func(deviceID string) string
+	// Silence ends a conversation with no speech for this long (default
+	// 120 s, as the firmware's own channel timeout).
+	Silence time.Duration
+	// MaxUtterance bounds one utterance (default 30 s); MaxTurn bounds the
+	// answer (model and speech, default 2 min).
+	MaxUtterance, MaxTurn time.Duration
+	// Lead is how far ahead of real time audio is sent (default 300 ms;
+	// the device queues at most 40 packets, 2.4 s).
+	Lead   time.Duration
+	Logger *slog.Logger
+}
+
+// Engine holds every open conversation and owns their goroutines.
+type Engine struct {
+	opts   Options
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns an Engine; it starts nothing until a conversation opens.
+func New(opts Options) *Engine {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&opts.Silence, 120*time.Second)
+	def(&opts.MaxUtterance, 30*time.Second)
+	def(&opts.MaxTurn, 2*time.Minute)
+	def(&opts.Lead, 300*time.Millisecond)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Engine{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel}
+}
+
+// Close ends every conversation and waits for them.
+func (e *Engine) Close() {
+	e.cancel()
+	e.wg.Wait()
+}
+
+// ErrNotConfigured is why a turn could not be answered in speech.
+var ErrNotConfigured = errors.New("voice is not configured on this hub")
+
+// missing says what the engine lacks to hold a spoken conversation, in
+// the words of the settings; "" when nothing.
+func (e *Engine) missing() string {
+	switch {
+	case e.opts.Codec == nil:
+		return "no Opus codec"
+	case e.opts.Recognizer == nil:
+		return "asr-provider"
+	case e.opts.Synthesizer == nil:
+		return "tts-provider"
+	case e.opts.Brain == nil:
+		return "agent-provider"
+	}
+	if err := e.opts.Brain.Ready(); err != nil {
+		return "agent-provider"
+	}
+	return ""
+}
+
+// Open starts the conversation of a device whose hello was just answered,
+// with the downlink audio announced in the server hello.
+func (e *Engine) Open(deviceID, language string, downlink protocol.AudioParams, out Output) *Conversation {
+	c := newConversation(e, deviceID, language, downlink, out)
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		c.run()
+	}()
+	return c
+}
