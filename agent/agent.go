@@ -136,6 +136,31 @@ const (
 // fails only before the run starts (no model, empty message); failures
 // during the run end it with an error event and an outcome.
 func (a *Agent) Run(ctx context.Context, session, message string, emit func(Event)) (RunRecord, error) {
+	return a.run(ctx, session, message, "", emit)
+}
+
+// Speak answers what a person said aloud to a device: the run belongs to
+// the device's own conversation (its history is kept per device), and the
+// model is told which device it speaks through, so that "this device" or
+// "声音大一点" reaches that one while "打开客厅的灯" reaches any. It returns
+// the answer's text; onText receives it as the model writes it. A run that
+// ends without an answer returns the reason as an error.
+func (a *Agent) Speak(ctx context.Context, deviceID, message string, onText func(string)) (string, error) {
+	rec, err := a.run(ctx, "device:"+deviceID, message, deviceID, func(e Event) {
+		if e.Type == EventText && onText != nil {
+			onText(e.Text)
+		}
+	})
+	if err != nil {
+		return "", err
+	}
+	if rec.Outcome != OutcomeOK {
+		return rec.Text, hub.Errorf(hub.EUNAVAILABLE, "%s", rec.Error)
+	}
+	return rec.Text, nil
+}
+
+func (a *Agent) run(ctx context.Context, session, message, speaker string, emit func(Event)) (RunRecord, error) {
 	if a.cfgErr != nil {
 		return RunRecord{}, a.cfgErr
 	}
@@ -175,7 +200,7 @@ func (a *Agent) Run(ctx context.Context, session, message string, emit func(Even
 		}
 		rec.Steps = step
 		tools, direct := a.tools()
-		req := Request{Model: a.cfg.Model, System: a.systemPrompt(direct), MaxTokens: a.cfg.MaxTokens, Messages: msgs, Tools: tools}
+		req := Request{Model: a.cfg.Model, System: a.systemPrompt(direct, speaker), MaxTokens: a.cfg.MaxTokens, Messages: msgs, Tools: tools}
 		var onText func(string)
 		if !a.cfg.NoStream {
 			onText = func(t string) { send(Event{Type: EventText, Step: step, Text: t}) }

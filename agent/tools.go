@@ -82,7 +82,7 @@ func displayArgs(in json.RawMessage) json.RawMessage {
 const maxContextDevices = 40
 
 // systemPrompt tells the model what it is and which devices exist.
-func (a *Agent) systemPrompt(direct bool) string {
+func (a *Agent) systemPrompt(direct bool, speaker string) string {
 	devs := a.cat.Devices()
 	online := 0
 	for _, d := range devs {
@@ -99,6 +99,15 @@ func (a *Agent) systemPrompt(direct bool) string {
 		b.WriteString("There are many devices: find them with search_devices (query with the room and kind of device, e.g. \"客厅 灯\"), then call their tools with call_device_tool (or send_iot_commands for legacy IoT things).\n")
 	}
 	b.WriteString("After acting, answer briefly in the user's language and say what you did.\n")
+	if speaker != "" {
+		name := "with id " + speaker
+		for _, d := range a.cat.Devices() {
+			if d.ID == speaker && d.Name != "" {
+				name = d.Name + " (id " + speaker + ")"
+			}
+		}
+		fmt.Fprintf(&b, "The user is speaking aloud to the device %s, which reads your answer aloud: \"this device\", \"you\", \"here\" and requests without a device (louder, brighter, quieter) mean that device. Answer in one or two short spoken sentences, without lists, markdown or emoji.\n", name)
+	}
 	fmt.Fprintf(&b, "Current time: %s.\n", a.cfg.Now().Format(time.RFC3339))
 	fmt.Fprintf(&b, "Devices (%d known, %d online):\n", len(devs), online)
 	for i, d := range devs {

@@ -151,6 +151,20 @@ func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated
 		UDP: &protocol.UDPParams{Server: u.Server, Port: u.Port, Key: u.Key, Nonce: u.Nonce}}, nil
 }
 
+// Goodbye ends the open conversation from the hub's side: the device is
+// told goodbye with the conversation's session id, and the UDP channel
+// closes.
+func (c *conn) Goodbye() {
+	c.mu.Lock()
+	a, sid := c.audio, c.sid
+	c.audio = nil
+	c.mu.Unlock()
+	if a != nil {
+		c.goodbye(sid)
+		a.Close()
+	}
+}
+
 // EndConversation closes the UDP channel after the device's goodbye.
 func (c *conn) EndConversation() {
 	c.mu.Lock()

@@ -28,6 +28,7 @@ import (
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/store"
+	"github.com/xiaozhi-hub/hub/voice"
 )
 
 // Version is the hub's version, set at build time with -ldflags.
@@ -42,6 +43,7 @@ type Hub struct {
 	Registry *registry.Registry
 	Metrics  *metrics.Metrics
 	devices  *session.Server
+	voice    *voice.Engine
 	mqtt     *mqttSide // nil unless mqtt-listen is set
 	agent    *agent.Agent
 	mcp      *mcpserver.Server
@@ -138,9 +140,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	if cfg.VisionURL != "" {
 		vision = &mcpclient.Vision{URL: cfg.VisionURL, Token: cfg.VisionToken}
 	}
+	h.agent = agent.New(reg, agent.Config{
+		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
+		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
+	})
+	h.voice = voice.New(voice.Options{Brain: agentBrain{h.agent}, Logger: log.With("component", "voice")})
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),
 		Metrics: m, Vision: vision, OriginPatterns: cfg.DeviceOrigins, Version: Version,
+		Voice: voiceConversations{h.voice},
 	})
 	if h.mqtt != nil {
 		if err := h.wireMQTT(h.mqtt, mq, trust); err != nil {
@@ -148,10 +156,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 			return nil, err
 		}
 	}
-	h.agent = agent.New(reg, agent.Config{
-		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
-		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
-	})
 	h.mcp = mcpserver.New(reg, mcpserver.Options{
 		DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: log.With("component", "mcp"),
 		MaxSessions: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout, WriteTimeout: cfg.SSEWriteTimeout,
@@ -287,6 +291,9 @@ func (h *Hub) closeCore() {
 	}
 	if h.devices != nil {
 		h.devices.Close()
+	}
+	if h.voice != nil {
+		h.voice.Close() // after the sessions: they close their conversations
 	}
 	if h.closeMCP != nil {
 		h.closeMCP()

@@ -109,11 +109,20 @@ func (s *session) handleOther(ctx context.Context, m protocol.Message) {
 		// One hello per connection; a second one changes nothing (docs/protocol.md §3.3).
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "note": "repeated hello ignored"})
 	case protocol.TypeGoodbye:
+		s.closeConversation()
 		if s.idle != nil {
 			s.idle.EndConversation()
 		}
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
-	default: // listen, abort and types the hub does not know
+	case protocol.TypeListen:
+		s.listen(m)
+		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
+	case protocol.TypeAbort:
+		if s.conv != nil {
+			s.conv.Abort()
+		}
+		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
+	default: // types the hub does not know
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
 	}
 }

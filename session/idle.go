@@ -59,5 +59,6 @@ func (s *session) converse(ctx context.Context, m protocol.Message) {
 		s.idle.EndConversation()
 		return
 	}
+	s.openConversation()
 	s.link.Event(hub.EventDeviceMessage, map[string]any{"type": protocol.TypeHello, "note": "conversation opened", "transport": neg.Transport})
 }

@@ -60,6 +60,8 @@ type Options struct {
 	DownlinkAudio protocol.AudioParams
 	// Version is the hub's version, sent as clientInfo.version.
 	Version string
+	// Voice holds spoken conversations; nil: audio is counted and dropped.
+	Voice Conversations
 }
 
 // Server is the device endpoint. It is an http.Handler.

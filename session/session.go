@@ -38,6 +38,7 @@ type session struct {
 	neg     Negotiated
 	link    *registry.Link
 	client  *mcpclient.Client // nil for legacy IoT devices
+	conv    Conversation      // the open conversation; read loop only
 
 	ctx         context.Context    // the session's; ends with the connection
 	cancel      context.CancelFunc // ends the session
@@ -113,6 +114,7 @@ func (s *session) ended(err error) {
 	if r := s.closeReason.Load(); r != nil {
 		reason = *r
 	}
+	s.closeConversation()
 	// Fail calls in flight at once: the device is gone.
 	if s.client != nil {
 		s.client.Close(fmt.Errorf("the device disconnected (%s)", reason))
@@ -185,6 +187,7 @@ func (s *session) handshake(ctx context.Context) error {
 	// background, so that discovery does not wait for a commit.
 	s.link.SaveLater()
 	s.srv.m.Handshake("ok")
+	s.openConversation()
 	if s.client != nil {
 		s.startListing(time.Now(), true)
 	}
@@ -215,8 +218,12 @@ func (s *session) readLoop(ctx context.Context) error {
 			}
 			if msg.Err != nil {
 				s.badInput("audio_frame", msg.Err)
+				continue
 			}
-			continue // audio is counted and dropped for now
+			if s.conv != nil {
+				s.conv.Audio(msg.Audio.Data, msg.Audio.Timestamp)
+			}
+			continue
 		}
 		if err := s.handleText(ctx, msg.Text, now); err != nil {
 			return err

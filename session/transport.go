@@ -66,6 +66,10 @@ type Idle interface {
 	// EndConversation closes the audio channel the last Negotiate opened,
 	// after the device said goodbye. It does not tell the device.
 	EndConversation()
+	// Goodbye ends the open conversation from the hub's side: the device
+	// gets a goodbye with the conversation's session id, and the audio
+	// channel closes. The connection stays.
+	Goodbye()
 }
 
 // MessageKind tells a text message from an audio frame.
@@ -118,6 +122,7 @@ const (
 	ClosePolicy    CloseCode = iota // the device broke a rule or was replaced (WebSocket 1008)
 	CloseProtocol                   // the device's hello was malformed (1002)
 	CloseGoingAway                  // the hub is shutting down (1001)
+	CloseNormal                     // the conversation is over (1000)
 )
 
 // EndError is how a Connection's Read reports the end of the connection

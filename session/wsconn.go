@@ -87,6 +87,8 @@ func (w *wsConn) Close(code CloseCode, reason string) {
 		status = websocket.StatusProtocolError
 	case CloseGoingAway:
 		status = websocket.StatusGoingAway
+	case CloseNormal:
+		status = websocket.StatusNormalClosure
 	}
 	w.c.Close(status, reason)
 }

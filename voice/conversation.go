@@ -131,10 +131,6 @@ func (c *Conversation) run() {
 		case <-turnDone:
 			l.t = nil
 			l.silence.Reset(c.e.opts.Silence)
-			if l.answered {
-				c.out.End("voice is not configured")
-				return
-			}
 		case ev := <-c.in:
 			switch ev.kind {
 			case evAudio:
@@ -144,22 +140,33 @@ func (c *Conversation) run() {
 					l.t.abort()
 				}
 			case evListen:
-				l.listen(ev)
+				if l.listen(ev) {
+					return
+				}
 			}
 		}
 	}
 }
 
-// listen handles a listen message.
-func (l *loop) listen(ev event) {
+// listen handles a listen message. It reports whether the conversation
+// ended.
+func (l *loop) listen(ev event) bool {
 	switch ev.state {
 	case "start":
 		if l.missing != "" {
-			if l.t == nil && !l.answered {
+			// The first turn says what to configure. The device then
+			// listens again (auto mode re-sends listen start at once, a
+			// push-to-talk device at its next press): the conversation
+			// ends there instead of leaving it listening to no one.
+			switch {
+			case !l.answered:
 				l.answered = true
 				l.t = l.c.say(l.ctx, notConfigured(l.c.language, l.missing))
+			case l.t == nil:
+				l.c.out.End("voice is not configured")
+				return true
 			}
-			return
+			return false
 		}
 		l.on, l.mode = true, ev.mode
 		if l.mode == "" {
@@ -174,12 +181,13 @@ func (l *loop) listen(ev event) {
 	case "stop":
 		if l.on && l.mode == "manual" && l.t == nil {
 			if l.rec == nil && !l.startUtterance() {
-				return
+				return false
 			}
 			l.endUtterance()
 		}
 		l.on = false
 	}
+	return false
 }
 
 // hear handles one uplink frame.

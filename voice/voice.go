@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,20 +172,20 @@ var ErrNotConfigured = errors.New("voice is not configured on this hub")
 // missing says what the engine lacks to hold a spoken conversation, in
 // the words of the settings; "" when nothing.
 func (e *Engine) missing() string {
-	switch {
-	case e.opts.Codec == nil:
-		return "no Opus codec"
-	case e.opts.Recognizer == nil:
-		return "asr-provider"
-	case e.opts.Synthesizer == nil:
-		return "tts-provider"
-	case e.opts.Brain == nil:
-		return "agent-provider"
+	var need []string
+	if e.opts.Recognizer == nil {
+		need = append(need, "asr-provider")
 	}
-	if err := e.opts.Brain.Ready(); err != nil {
-		return "agent-provider"
+	if e.opts.Synthesizer == nil {
+		need = append(need, "tts-provider")
 	}
-	return ""
+	if e.opts.Brain == nil || e.opts.Brain.Ready() != nil {
+		need = append(need, "agent-provider")
+	}
+	if len(need) == 0 && e.opts.Codec == nil {
+		return "an Opus codec (this build has none)"
+	}
+	return strings.Join(need, ", ")
 }
 
 // Open starts the conversation of a device whose hello was just answered,

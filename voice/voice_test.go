@@ -378,8 +378,9 @@ func TestAbortStopsAtOnce(t *testing.T) {
 }
 
 // With no speech providers configured, a turn still ends properly: the
-// device shows what to configure, goes back to idle with tts stop, and the
-// conversation ends instead of listening forever.
+// device shows what to configure with tts stop, and when it starts
+// listening again (auto mode: at once) the conversation ends instead of
+// leaving it listening to no one.
 func TestNotConfigured(t *testing.T) {
 	e := engine(t, Options{})
 	out := newOutput()
@@ -387,6 +388,8 @@ func TestNotConfigured(t *testing.T) {
 	defer c.Close()
 	c.Listen("start", "auto", "")
 	c.Audio(speechFrame(500), 0)
+	out.waitFor(t, `"state":"stop"`)
+	c.Listen("start", "auto", "")
 	select {
 	case <-out.ended:
 	case <-time.After(10 * time.Second):
@@ -394,7 +397,7 @@ func TestNotConfigured(t *testing.T) {
 	}
 	msgs, _ := out.snapshot()
 	got := strings.Join(summary(msgs), " | ")
-	if got != "tts start | llm sad | tts sentence_start Voice is not configured on this hub: set asr-provider. | tts stop" {
+	if got != "tts start | llm sad | tts sentence_start Voice is not configured on this hub: set asr-provider, tts-provider, agent-provider. | tts stop" {
 		t.Fatalf("the device received %s", got)
 	}
 }

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/xiaozhi-hub/hub/protocol"
+)
+
+// Conversations hold spoken conversations (package voice). The session
+// opens one at each hello the hub answers, hands it the device's listen
+// and abort messages and its audio in the order they came, and closes it
+// when the conversation or the connection ends. Without them, audio is
+// counted and dropped.
+type Conversations interface {
+	Open(deviceID, language string, downlink protocol.AudioParams, out ConversationOutput) Conversation
+}
+
+// ConversationOutput is how a conversation answers its device.
+type ConversationOutput interface {
+	WriteText(ctx context.Context, msg []byte) error
+	WriteAudio(ctx context.Context, opus []byte, timestampMs uint32) error
+	// End ends the conversation on the device's side: over WebSocket the
+	// connection closes; over MQTT the device gets a goodbye and its MQTT
+	// session stays.
+	End(reason string)
+}
+
+// Conversation is one open conversation. Its methods must not block.
+type Conversation interface {
+	Listen(state, mode, text string)
+	Abort()
+	Audio(opus []byte, timestampMs uint32)
+	Close()
+}
+
+// openConversation starts the conversation of the hello just answered,
+// ending the previous one of the connection.
+func (s *session) openConversation() {
+	if s.conv != nil {
+		s.conv.Close()
+		s.conv = nil
+	}
+	if s.srv.opts.Voice != nil {
+		s.conv = s.srv.opts.Voice.Open(s.id.DeviceID, "", s.srv.opts.DownlinkAudio, conversationOutput{s})
+	}
+}
+
+func (s *session) closeConversation() {
+	if s.conv != nil {
+		s.conv.Close()
+		s.conv = nil
+	}
+}
+
+// listen hands a listen message to the conversation.
+func (s *session) listen(m protocol.Message) {
+	if s.conv == nil {
+		return
+	}
+	var l struct {
+		State string `json:"state"`
+		Mode  string `json:"mode"`
+		Text  string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Raw, &l); err != nil {
+		s.badInput("bad_listen", err)
+		return
+	}
+	s.conv.Listen(l.State, l.Mode, l.Text)
+}
+
+type conversationOutput struct{ s *session }
+
+func (o conversationOutput) WriteText(ctx context.Context, msg []byte) error {
+	return o.s.write(ctx, msg, "other")
+}
+
+func (o conversationOutput) WriteAudio(ctx context.Context, opus []byte, ts uint32) error {
+	if err := o.s.c.WriteAudio(ctx, AudioFrame{Data: opus, Timestamp: ts}); err != nil {
+		return err
+	}
+	o.s.srv.m.Message("out", "audio", len(opus))
+	return nil
+}
+
+func (o conversationOutput) End(reason string) {
+	if o.s.idle != nil {
+		o.s.idle.Goodbye()
+		return
+	}
+	o.s.closeReason.Store(&reason)
+	o.s.c.Close(CloseNormal, reason)
+}
