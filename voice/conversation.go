@@ -25,9 +25,9 @@ type Conversation struct {
 	// a listen stop must not overtake the last frames of the utterance.
 	in   chan event
 	done chan struct{}
-	once  sync.Once
+	once sync.Once
 
-	Dropped atomic.Uint64 // uplink frames dropped (behind, or not listening)
+	Dropped  atomic.Uint64 // uplink frames dropped (behind, or not listening)
 	BadAudio atomic.Uint64 // frames that did not decode
 }
 

@@ -22,7 +22,7 @@ import (
 // pcmCodec "encodes" PCM as its little-endian bytes.
 type pcmCodec struct{}
 
-func (pcmCodec) NewDecoder(int) (Decoder, error)     { return pcmCoder{}, nil }
+func (pcmCodec) NewDecoder(int) (Decoder, error)      { return pcmCoder{}, nil }
 func (pcmCodec) NewEncoder(int, int) (Encoder, error) { return pcmCoder{}, nil }
 
 type pcmCoder struct{}
