@@ -156,6 +156,9 @@ const (
 	// connection or message (MQTT: a login the device-auth policy refuses,
 	// a publish to another device's topic).
 	EventConnectionRefused = "connection_refused"
+	// EventVoiceTurn: one spoken turn of a device (what was heard and
+	// said, the outcome, the time of each stage).
+	EventVoiceTurn = "voice_turn"
 )
 
 // Thing is one legacy IoT thing (firmware ≤ 1.7) with its last known state.

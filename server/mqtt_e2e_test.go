@@ -68,10 +68,11 @@ type mcpResponder struct {
 	light bool
 	calls []string
 	wg    sync.WaitGroup
+	other chan string // messages that are not MCP requests
 }
 
 func serveMCP(t testing.TB, d *mqttdevice.Device) *mcpResponder {
-	r := &mcpResponder{d: d}
+	r := &mcpResponder{d: d, other: make(chan string, 64)}
 	r.wg.Go(r.loop)
 	t.Cleanup(func() { d.Drop(); r.wg.Wait() })
 	return r
@@ -92,6 +93,10 @@ func (r *mcpResponder) loop() {
 				} `json:"payload"`
 			}
 			if json.Unmarshal(m.Payload, &env) != nil || env.Type != "mcp" || env.Payload.ID == nil {
+				select {
+				case r.other <- string(m.Payload):
+				default:
+				}
 				continue
 			}
 			var result string

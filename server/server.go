@@ -144,7 +144,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
 		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
 	})
-	h.voice = voice.New(voice.Options{Brain: agentBrain{h.agent}, Logger: log.With("component", "voice")})
+	vm := h.newVoiceMetrics()
+	h.voice = voice.New(voice.Options{Brain: agentBrain{h.agent}, Logger: log.With("component", "voice"),
+		OnTurn: func(r voice.TurnRecord) { vm.turn(reg, r) }})
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),
 		Metrics: m, Vision: vision, OriginPatterns: cfg.DeviceOrigins, Version: Version,

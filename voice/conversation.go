@@ -161,7 +161,7 @@ func (l *loop) listen(ev event) bool {
 			switch {
 			case !l.answered:
 				l.answered = true
-				l.t = l.c.say(l.ctx, notConfigured(l.c.language, l.missing))
+				l.t = l.c.say(l.ctx, notConfigured(l.c.language, l.missing), "not_configured", nil)
 			case l.t == nil:
 				l.c.out.End("voice is not configured")
 				return true
@@ -267,7 +267,7 @@ func (l *loop) startUtterance() bool {
 		c.e.log.Warn("speech recognition unavailable", "device", c.deviceID, "err", err)
 		l.on = false
 		if l.t == nil {
-			l.t = c.say(l.ctx, failed(c.language, "recognition", err))
+			l.t = c.say(l.ctx, failed(c.language, "recognition", err), "recognition_failed", err)
 		}
 		return false
 	}

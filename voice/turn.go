@@ -21,11 +21,21 @@ type turn struct {
 
 	mu      sync.Mutex // orders audio and the final tts stop
 	stopped bool       // tts stop was sent: nothing may follow it
+	aborted bool
+
+	// The record, written by the turn's goroutine only (and read once it
+	// is done); start is the end of the utterance.
+	rec        TurnRecord
+	start      time.Time
+	firstAudio time.Time
 }
 
 // abort stops the answer at once and tells the device (tts stop), without
 // waiting for the turn's goroutine to notice; no audio follows.
 func (t *turn) abort() {
+	t.mu.Lock()
+	t.aborted = true
+	t.mu.Unlock()
 	t.cancel()
 	t.stop()
 }
@@ -47,12 +57,31 @@ func (t *turn) audio(ctx context.Context, pkt []byte) error {
 	if t.stopped {
 		return context.Canceled
 	}
+	if t.firstAudio.IsZero() {
+		t.firstAudio = time.Now()
+	}
 	return t.c.out.WriteAudio(ctx, pkt, 0)
+}
+
+// since is the time from the turn's start, in milliseconds.
+func (t *turn) since(at time.Time) float64 {
+	if at.IsZero() {
+		return 0
+	}
+	return float64(at.Sub(t.start).Microseconds()) / 1000
+}
+
+// fail records the stage that failed.
+func (t *turn) fail(outcome string, err error) {
+	if t.rec.Outcome == "" || t.rec.Outcome == "ok" {
+		t.rec.Outcome, t.rec.Error = outcome, err.Error()
+	}
 }
 
 func (c *Conversation) newTurn(ctx context.Context, body func(ctx context.Context, t *turn)) *turn {
 	tctx, cancel := context.WithTimeout(ctx, c.e.opts.MaxTurn)
-	t := &turn{cancel: cancel, done: make(chan struct{}), c: c}
+	t := &turn{cancel: cancel, done: make(chan struct{}), c: c, start: time.Now()}
+	t.rec.DeviceID = c.deviceID
 	c.e.wg.Add(1)
 	go func() {
 		defer c.e.wg.Done()
@@ -60,14 +89,34 @@ func (c *Conversation) newTurn(ctx context.Context, body func(ctx context.Contex
 		defer cancel()
 		body(tctx, t)
 		t.stop()
+		t.mu.Lock()
+		aborted, first := t.aborted, t.firstAudio
+		t.mu.Unlock()
+		switch {
+		case aborted:
+			t.rec.Outcome = "aborted"
+		case t.rec.Outcome == "" && tctx.Err() != nil:
+			t.rec.Outcome = "timeout"
+		case t.rec.Outcome == "":
+			t.rec.Outcome = "ok"
+		}
+		t.rec.FirstAudioMs = t.since(first)
+		t.rec.TotalMs = t.since(time.Now())
+		if c.e.opts.OnTurn != nil {
+			c.e.opts.OnTurn(t.rec)
+		}
 	}()
 	return t
 }
 
 // say answers with a text only (no speech): what the device shows when a
-// turn cannot be spoken.
-func (c *Conversation) say(ctx context.Context, text string) *turn {
+// turn cannot be spoken (outcome says why, for the record).
+func (c *Conversation) say(ctx context.Context, text, outcome string, cause error) *turn {
 	return c.newTurn(ctx, func(ctx context.Context, t *turn) {
+		t.rec.Answer, t.rec.Outcome = text, outcome
+		if cause != nil {
+			t.rec.Error = cause.Error()
+		}
 		c.write(ctx, ttsMessage("start"))
 		if text != "" {
 			c.write(ctx, llmMessage("sad"))
@@ -81,7 +130,9 @@ func (c *Conversation) startTurn(ctx context.Context, rec Recognition) *turn {
 	return c.newTurn(ctx, func(ctx context.Context, t *turn) {
 		text, err := rec.Finish(ctx)
 		rec.Close()
+		t.rec.Heard, t.rec.RecognitionMs = text, t.since(time.Now())
 		if err != nil {
+			t.fail("recognition_failed", err)
 			if ctx.Err() == nil {
 				c.e.log.Warn("speech recognition failed", "device", c.deviceID, "err", err)
 				c.write(ctx, sttMessage(""))
@@ -91,6 +142,7 @@ func (c *Conversation) startTurn(ctx context.Context, rec Recognition) *turn {
 		}
 		c.write(ctx, sttMessage(text))
 		if text == "" {
+			t.rec.Outcome = "empty"
 			c.write(ctx, ttsMessage("start")) // nothing was said: an empty answer ends the turn
 			return
 		}
@@ -137,15 +189,22 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 		}
 		if first {
 			c.write(ctx, llmMessage("neutral"))
+			t.rec.FirstSentenceMs = t.since(time.Now())
 			first = false
 		}
+		if t.rec.Answer != "" {
+			t.rec.Answer += " "
+		}
+		t.rec.Answer += s
 		c.write(ctx, sentenceMessage(s))
 		if err := c.speak(ctx, t, p, s); err != nil && ctx.Err() == nil {
+			t.fail("speech_failed", err)
 			c.e.log.Warn("speech synthesis failed", "device", c.deviceID, "err", err)
 			c.write(ctx, sentenceMessage(failed(c.language, "speech", err)))
 		}
 	}
 	if answerErr != nil {
+		t.fail("answer_failed", answerErr)
 		c.e.log.Warn("answer failed", "device", c.deviceID, "err", answerErr)
 	}
 	p.drain(ctx) // tts stop only once the device has played what it was sent

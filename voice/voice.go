@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -129,12 +130,34 @@ type Options struct {
 	MaxUtterance, MaxTurn time.Duration
 	// Lead is how far ahead of real time audio is sent (default 300 ms;
 	// the device queues at most 40 packets, 2.4 s).
-	Lead   time.Duration
+	Lead time.Duration
+	// OnTurn receives the record of every finished turn (for the event
+	// log and metrics); it must not block.
+	OnTurn func(TurnRecord)
 	Logger *slog.Logger
+}
+
+// TurnRecord is what one turn heard, said and spent.
+type TurnRecord struct {
+	DeviceID string `json:"deviceId"`
+	Heard    string `json:"heard"`            // recognised text
+	Answer   string `json:"answer,omitempty"` // the sentences spoken
+	// Outcome: ok, empty (nothing was said), aborted, not_configured, or
+	// the stage that failed: recognition_failed, answer_failed, speech_failed.
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+	// Stage durations, in milliseconds, from the end of the utterance:
+	// recognition (the final text), the model's first sentence, the first
+	// audio frame out; and the whole turn.
+	RecognitionMs   float64 `json:"recognitionMs"`
+	FirstSentenceMs float64 `json:"firstSentenceMs,omitempty"`
+	FirstAudioMs    float64 `json:"firstAudioMs,omitempty"`
+	TotalMs         float64 `json:"totalMs"`
 }
 
 // Engine holds every open conversation and owns their goroutines.
 type Engine struct {
+	active atomic.Int64
 	opts   Options
 	log    *slog.Logger
 	ctx    context.Context
@@ -192,10 +215,15 @@ func (e *Engine) missing() string {
 // with the downlink audio announced in the server hello.
 func (e *Engine) Open(deviceID, language string, downlink protocol.AudioParams, out Output) *Conversation {
 	c := newConversation(e, deviceID, language, downlink, out)
+	e.active.Add(1)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
+		defer e.active.Add(-1)
 		c.run()
 	}()
 	return c
 }
+
+// Active is how many conversations are open.
+func (e *Engine) Active() int { return int(e.active.Load()) }

@@ -239,6 +239,34 @@ func summary(msgs []string) []string {
 	return out
 }
 
+// records collects turn records.
+type records struct {
+	mu  sync.Mutex
+	all []TurnRecord
+}
+
+func (r *records) add(tr TurnRecord) { r.mu.Lock(); r.all = append(r.all, tr); r.mu.Unlock() }
+func (r *records) last(t *testing.T) TurnRecord {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		n := len(r.all)
+		var tr TurnRecord
+		if n > 0 {
+			tr = r.all[n-1]
+		}
+		r.mu.Unlock()
+		if n > 0 {
+			return tr
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no turn record")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func engine(t *testing.T, opts Options) *Engine {
 	if opts.Codec == nil {
 		opts.Codec = pcmCodec{}
@@ -256,7 +284,8 @@ var down = protocol.DefaultDownlinkAudio
 // never faster than real time beyond the lead, and tts stop last.
 func TestManualTurn(t *testing.T) {
 	br := &brain{}
-	e := engine(t, Options{Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: br})
+	var recs records
+	e := engine(t, Options{Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: br, OnTurn: recs.add})
 	out := newOutput()
 	c := e.Open("aa:00:00:00:00:01", "zh", down, out)
 	defer c.Close()
@@ -294,6 +323,11 @@ func TestManualTurn(t *testing.T) {
 	// tts stop comes once the audio has had time to play.
 	if stop := times[len(times)-1]; stop.Sub(first) < time.Duration(k-1)*60*time.Millisecond {
 		t.Fatalf("tts stop %v after the first frame, before %d frames could play", stop.Sub(first), k)
+	}
+	r := recs.last(t)
+	if r.Outcome != "ok" || r.Heard != "打开客厅的灯" || r.Answer != "好的，客厅的灯已经打开了。 还有别的吗" ||
+		r.FirstAudioMs < r.FirstSentenceMs || r.TotalMs < r.FirstAudioMs {
+		t.Fatalf("turn record %+v", r)
 	}
 }
 
@@ -355,7 +389,8 @@ func (v *levelVAD) Reset() { *v = levelVAD{} }
 // audio follows it.
 func TestAbortStopsAtOnce(t *testing.T) {
 	br := &brain{hold: make(chan struct{})}
-	e := engine(t, Options{Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: br})
+	var recs records
+	e := engine(t, Options{Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: br, OnTurn: recs.add})
 	out := newOutput()
 	c := e.Open("aa:00:00:00:00:03", "zh", down, out)
 	defer c.Close()
@@ -374,6 +409,9 @@ func TestAbortStopsAtOnce(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(s, "|"), "tts stop"); n != 1 {
 		t.Fatalf("tts stop sent %d times: %v", n, s)
+	}
+	if r := recs.last(t); r.Outcome != "aborted" {
+		t.Fatalf("turn record %+v", r)
 	}
 }
 
@@ -404,13 +442,15 @@ func TestNotConfigured(t *testing.T) {
 
 // Provider failures end the turn with the reason in words and tts stop.
 func TestProviderFailures(t *testing.T) {
-	for name, opts := range map[string]Options{
-		"recognition down":   {Recognizer: &recognizer{err: errors.New("connection refused")}, Synthesizer: synthesizer{}, Brain: &brain{}},
-		"recognition failed": {Recognizer: &recognizer{finishErr: errors.New("500 Internal Server Error")}, Synthesizer: synthesizer{}, Brain: &brain{}},
-		"model failed":       {Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: &brain{err: errors.New("rate limited")}},
-		"synthesis failed":   {Recognizer: &recognizer{}, Synthesizer: synthesizer{err: errors.New("bad voice")}, Brain: &brain{}},
+	for outcome, opts := range map[string]Options{
+		"recognition_failed":  {Recognizer: &recognizer{err: errors.New("connection refused")}, Synthesizer: synthesizer{}, Brain: &brain{}},
+		"recognition_failed ": {Recognizer: &recognizer{finishErr: errors.New("500 Internal Server Error")}, Synthesizer: synthesizer{}, Brain: &brain{}},
+		"answer_failed":       {Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: &brain{err: errors.New("rate limited")}},
+		"speech_failed":       {Recognizer: &recognizer{}, Synthesizer: synthesizer{err: errors.New("bad voice")}, Brain: &brain{}},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(outcome, func(t *testing.T) {
+			var recs records
+			opts.OnTurn = recs.add
 			e := engine(t, opts)
 			out := newOutput()
 			c := e.Open("aa:00:00:00:00:05", "zh", down, out)
@@ -424,6 +464,9 @@ func TestProviderFailures(t *testing.T) {
 			s := strings.Join(summary(msgs), " | ")
 			if !strings.Contains(s, "出错了") || !strings.HasSuffix(s, "tts stop") {
 				t.Fatalf("the device received %s", s)
+			}
+			if r := recs.last(t); r.Outcome != strings.TrimSpace(outcome) || r.Error == "" {
+				t.Fatalf("turn record %+v", r)
 			}
 		})
 	}
