@@ -55,6 +55,9 @@ type Config struct {
 	MQTTTLSCert string `yaml:"mqtt-tls-cert" help:"PEM certificate chain for MQTT over TLS; devices use TLS exactly on port 8883 and check it against the ESP-IDF CA bundle, so it must come from a public CA"`
 	MQTTTLSKey  string `yaml:"mqtt-tls-key" help:"PEM private key of mqtt-tls-cert"`
 
+	// Spoken conversations (package voice).
+	ConversationTimeout time.Duration `yaml:"conversation-timeout" help:"end a conversation in which nobody spoke for this long: over WebSocket the connection closes, over MQTT the device gets a goodbye (the firmware's own limit is 120s)"`
+
 	// The built-in agent (POST /api/agent/chat, xiaozhi-hub chat). In the
 	// config file they can also be written as an agent: section (provider,
 	// model, api-key, base-url). LoadConfig fills the ones left empty from
@@ -101,6 +104,8 @@ func DefaultConfig() Config {
 		SSEMaxStreams:     64,
 		SSEWriteTimeout:   15 * time.Second,
 		MemoryLimit:       "auto",
+
+		ConversationTimeout: 120 * time.Second,
 	}
 }
 
@@ -137,6 +142,9 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateLimits()...)
 	errs = append(errs, c.validateMQTT()...)
+	if c.ConversationTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("conversation-timeout: %v is shorter than 1s", c.ConversationTimeout))
+	}
 	if _, _, err := parseMemoryLimit(c.MemoryLimit); err != nil {
 		errs = append(errs, err)
 	}

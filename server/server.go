@@ -145,7 +145,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
 	})
 	vm := h.newVoiceMetrics()
-	h.voice = voice.New(voice.Options{Brain: agentBrain{h.agent}, Logger: log.With("component", "voice"),
+	h.voice = voice.New(voice.Options{Brain: agentBrain{h.agent}, Logger: log.With("component", "voice"), Silence: cfg.ConversationTimeout,
 		OnTurn: func(r voice.TurnRecord) { vm.turn(reg, r) }})
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),

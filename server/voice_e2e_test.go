@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/xiaozhi-hub/hub/server"
 )
 
 // readText reads the next text frame.
@@ -26,11 +27,12 @@ func readText(t *testing.T, c *websocket.Conn) string {
 }
 
 // With no speech providers configured, a device that starts listening is
-// answered at once with what to configure and returns to idle instead of
-// listening to no one: over WebSocket the conversation ends with the
-// connection (status 1000) when it listens again; the turn is recorded.
+// answered at once with what to configure (ending with tts stop); when it
+// listens again it is not answered again (that would loop), and the
+// conversation ends after conversation-timeout: over WebSocket with the
+// connection (status 1000). The turn is recorded.
 func TestNoVoiceConfiguredOverWebSocket(t *testing.T) {
-	h := startHub(t, "", nil)
+	h := startHub(t, "", func(c *server.Config) { c.ConversationTimeout = time.Second })
 	const id = "aa:00:00:00:5e:01"
 	c := h.rawDevice(id)
 	send(t, c, `{"session_id":"x","type":"listen","state":"start","mode":"auto"}`)
@@ -43,7 +45,7 @@ func TestNoVoiceConfiguredOverWebSocket(t *testing.T) {
 		!strings.Contains(all, "asr-provider") || got[3] != `{"type":"tts","state":"stop"}` {
 		t.Fatalf("the device received:\n%s", all)
 	}
-	// Auto mode listens again after tts stop: the hub ends the conversation.
+	// Auto mode listens again after tts stop: nobody talks, the conversation ends.
 	send(t, c, `{"session_id":"x","type":"listen","state":"start","mode":"auto"}`)
 	if code, reason := closedWith(t, c); code != websocket.StatusNormalClosure {
 		t.Fatalf("closed with %d %q, want 1000", code, reason)
@@ -57,7 +59,7 @@ func TestNoVoiceConfiguredOverWebSocket(t *testing.T) {
 // Over MQTT the same ends with a goodbye carrying the conversation's
 // session id, and the device stays online and controllable.
 func TestNoVoiceConfiguredOverMQTT(t *testing.T) {
-	h := mqttHub(t, "", nil)
+	h := mqttHub(t, "", func(c *server.Config) { c.ConversationTimeout = time.Second })
 	const id = "aa:00:00:00:5e:02"
 	d := connectMQTT(t, mqttLogin(t, otaCheck(t, h, id, "uuid-5e-02")))
 	dev := serveMCP(t, d)

@@ -154,17 +154,16 @@ func (l *loop) listen(ev event) bool {
 	switch ev.state {
 	case "start":
 		if l.missing != "" {
-			// The first turn says what to configure. The device then
-			// listens again (auto mode re-sends listen start at once, a
-			// push-to-talk device at its next press): the conversation
-			// ends there instead of leaving it listening to no one.
-			switch {
-			case !l.answered:
+			// The first turn says what to configure, and ends with tts
+			// stop. The device then listens again (auto mode re-sends
+			// listen start at once, and legacy firmware after every IoT
+			// command): answering each would loop, and ending the
+			// conversation would cut off the device's control, so later
+			// ones are left alone until the silence timeout ends the
+			// conversation, as for any conversation nobody talks in.
+			if !l.answered && l.t == nil {
 				l.answered = true
 				l.t = l.c.say(l.ctx, notConfigured(l.c.language, l.missing), "not_configured", nil)
-			case l.t == nil:
-				l.c.out.End("voice is not configured")
-				return true
 			}
 			return false
 		}

@@ -416,11 +416,11 @@ func TestAbortStopsAtOnce(t *testing.T) {
 }
 
 // With no speech providers configured, a turn still ends properly: the
-// device shows what to configure with tts stop, and when it starts
-// listening again (auto mode: at once) the conversation ends instead of
-// leaving it listening to no one.
+// device shows what to configure, with tts stop. When it listens again
+// (auto mode: at once) it is not answered again (that would loop), and the
+// conversation ends after the silence timeout.
 func TestNotConfigured(t *testing.T) {
-	e := engine(t, Options{})
+	e := engine(t, Options{Silence: time.Second})
 	out := newOutput()
 	c := e.Open("aa:00:00:00:00:04", "en", down, out)
 	defer c.Close()
@@ -428,6 +428,7 @@ func TestNotConfigured(t *testing.T) {
 	c.Audio(speechFrame(500), 0)
 	out.waitFor(t, `"state":"stop"`)
 	c.Listen("start", "auto", "")
+	c.Audio(speechFrame(500), 0)
 	select {
 	case <-out.ended:
 	case <-time.After(10 * time.Second):
