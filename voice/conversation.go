@@ -97,15 +97,25 @@ type loop struct {
 	missing  string
 	answered bool // the not-configured answer was given
 	silence  *time.Timer
+	// gap ends an utterance in auto and realtime modes when the device
+	// stops sending audio (Opus DTX sends nothing in silence, so the VAD
+	// would never hear the silence that ends it).
+	gap *time.Timer
 }
+
+// gapTimeout is how long an utterance may go without a frame before it is
+// taken as ended (frames come every 60 ms while the device sends).
+const gapTimeout = 800 * time.Millisecond
 
 const preFrames = 5 // 300 ms of 60 ms frames kept from before speech began
 
 func (c *Conversation) run() {
 	ctx, cancel := context.WithCancel(c.e.ctx)
 	defer cancel()
-	l := &loop{c: c, ctx: ctx, missing: c.e.missing(), silence: time.NewTimer(c.e.opts.Silence)}
+	l := &loop{c: c, ctx: ctx, missing: c.e.missing(), silence: time.NewTimer(c.e.opts.Silence), gap: time.NewTimer(time.Hour)}
+	l.gap.Stop()
 	defer l.silence.Stop()
+	defer l.gap.Stop()
 	defer func() {
 		if l.rec != nil {
 			l.rec.Close()
@@ -128,6 +138,10 @@ func (c *Conversation) run() {
 		case <-l.silence.C:
 			c.out.End("no speech for " + c.e.opts.Silence.String())
 			return
+		case <-l.gap.C:
+			if l.rec != nil && l.mode != "manual" {
+				l.endUtterance()
+			}
 		case <-turnDone:
 			l.t = nil
 			l.silence.Reset(c.e.opts.Silence)
@@ -243,11 +257,16 @@ func (l *loop) hear(opus []byte) {
 	l.silence.Reset(c.e.opts.Silence)
 	if ended || time.Since(l.started) > c.e.opts.MaxUtterance {
 		l.endUtterance()
+		return
+	}
+	if l.mode != "manual" && l.vad != nil {
+		l.gap.Reset(gapTimeout)
 	}
 }
 
 // endUtterance hands the utterance to a turn.
 func (l *loop) endUtterance() {
+	l.gap.Stop()
 	rec := l.rec
 	l.rec, l.pre = nil, nil
 	if l.mode == "manual" {

@@ -522,3 +522,20 @@ func TestFramerResamples(t *testing.T) {
 		}
 	}
 }
+
+// In auto mode, a device that stops sending audio mid-utterance (Opus DTX
+// sends nothing in silence) has its utterance ended all the same.
+func TestAutoModeEndsWhenAudioStops(t *testing.T) {
+	e := engine(t, Options{Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: &brain{}, NewVAD: func() VAD { return &levelVAD{} }})
+	out := newOutput()
+	c := e.Open("aa:00:00:00:00:07", "zh", down, out)
+	defer c.Close()
+	c.Listen("start", "auto", "")
+	for range 5 {
+		c.Audio(speechFrame(500), 0)
+	}
+	out.waitFor(t, `"state":"stop"`)
+	if s := summary(func() []string { m, _ := out.snapshot(); return m }()); s[0] != "stt 打开客厅的灯" {
+		t.Fatalf("turn: %v", s)
+	}
+}

@@ -1,0 +1,163 @@
+// Package asr holds the speech recognition providers of spoken
+// conversations. Each turns an utterance of 16 kHz mono PCM into text.
+//
+// OpenAI speaks the OpenAI-compatible POST {base}/audio/transcriptions
+// (https://platform.openai.com/docs/api-reference/audio/createTranscription),
+// which OpenAI, Groq, SiliconFlow and local servers (speaches, LocalAI,
+// whisper.cpp's server) all accept: the utterance is uploaded as a WAV
+// file once it is complete.
+package asr
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/wav"
+)
+
+// OpenAI is an OpenAI-compatible transcription API.
+type OpenAI struct {
+	BaseURL  string // e.g. https://api.openai.com/v1 (default)
+	APIKey   string // sent as a bearer token when set
+	Model    string // default whisper-1
+	Language string // ISO-639-1 hint ("zh", "en"); "" lets the model decide
+	Client   *http.Client
+	// MaxAudio bounds one utterance (default 60 s): audio beyond it is
+	// dropped, so a device that never stops costs bounded memory.
+	MaxAudio time.Duration
+	// Timeout bounds one transcription request (default 30 s).
+	Timeout time.Duration
+}
+
+const rate = 16000
+
+// Start opens an utterance; language, when set, overrides o.Language.
+func (o *OpenAI) Start(_ context.Context, language string) (*Upload, error) {
+	if language == "" {
+		language = o.Language
+	}
+	max := o.MaxAudio
+	if max <= 0 {
+		max = 60 * time.Second
+	}
+	return &Upload{o: o, language: language, max: int(max.Seconds() * rate)}, nil
+}
+
+// Upload collects an utterance and transcribes it when it is complete.
+type Upload struct {
+	o        *OpenAI
+	language string
+	pcm      []int16
+	max      int
+}
+
+// Write adds PCM (16 kHz mono).
+func (u *Upload) Write(pcm []int16) error {
+	if room := u.max - len(u.pcm); room > 0 {
+		u.pcm = append(u.pcm, pcm[:min(len(pcm), room)]...)
+	}
+	return nil
+}
+
+// Close releases the audio.
+func (u *Upload) Close() { u.pcm = nil }
+
+// Finish uploads the utterance and returns its text.
+func (u *Upload) Finish(ctx context.Context) (string, error) {
+	if len(u.pcm) == 0 {
+		return "", nil
+	}
+	o := u.o
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "speech.wav")
+	_, _ = fw.Write(wav.Encode(u.pcm, rate))
+	model := o.Model
+	if model == "" {
+		model = "whisper-1"
+	}
+	_ = mw.WriteField("model", model)
+	_ = mw.WriteField("response_format", "json")
+	if u.language != "" {
+		_ = mw.WriteField("language", strings.SplitN(u.language, "-", 2)[0])
+	}
+	_ = mw.Close()
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	endpoint := strings.TrimSuffix(baseURL(o.BaseURL), "/") + "/audio/transcriptions"
+	req, err := http.NewRequestWithContext(ctx, "POST", endpoint, &body)
+	if err != nil {
+		return "", hub.Errorf(hub.EINVALID, "asr-base-url %q: %v", o.BaseURL, err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if o.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+o.APIKey)
+	}
+	res, err := client(o.Client).Do(req)
+	if err != nil {
+		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s: %v", host(endpoint), err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s: %v", host(endpoint), err)
+	}
+	if res.StatusCode/100 != 2 {
+		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s answered %d: %s", host(endpoint), res.StatusCode, providerMessage(data))
+	}
+	var out struct {
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.Text == nil {
+		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s answered something that is not a transcription: %s", host(endpoint), hub.Truncate(data, 120))
+	}
+	return strings.TrimSpace(*out.Text), nil
+}
+
+func baseURL(s string) string {
+	if s == "" {
+		return "https://api.openai.com/v1"
+	}
+	return s
+}
+
+func client(c *http.Client) *http.Client {
+	if c == nil {
+		return http.DefaultClient
+	}
+	return c
+}
+
+func host(endpoint string) string {
+	if u, err := url.Parse(endpoint); err == nil {
+		return u.Host
+	}
+	return "the provider"
+}
+
+// providerMessage is the error message of an OpenAI-style error body
+// ({"error":{"message":…}}), or the body itself, cut short.
+func providerMessage(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return hub.Truncate([]byte(e.Error.Message), 200)
+	}
+	return hub.Truncate(body, 200)
+}
+

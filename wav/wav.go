@@ -1,0 +1,87 @@
+// Package wav writes and reads 16-bit PCM WAV files: what speech
+// recognition APIs take as an upload, and what test fixtures are.
+package wav
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Encode returns a mono 16-bit WAV file of pcm at rate.
+func Encode(pcm []int16, rate int) []byte {
+	b := make([]byte, 44+2*len(pcm))
+	copy(b[0:], "RIFF")
+	binary.LittleEndian.PutUint32(b[4:], uint32(36+2*len(pcm)))
+	copy(b[8:], "WAVEfmt ")
+	binary.LittleEndian.PutUint32(b[16:], 16)
+	binary.LittleEndian.PutUint16(b[20:], 1) // PCM
+	binary.LittleEndian.PutUint16(b[22:], 1) // mono
+	binary.LittleEndian.PutUint32(b[24:], uint32(rate))
+	binary.LittleEndian.PutUint32(b[28:], uint32(rate*2))
+	binary.LittleEndian.PutUint16(b[32:], 2)
+	binary.LittleEndian.PutUint16(b[34:], 16)
+	copy(b[36:], "data")
+	binary.LittleEndian.PutUint32(b[40:], uint32(2*len(pcm)))
+	for i, s := range pcm {
+		binary.LittleEndian.PutUint16(b[44+2*i:], uint16(s))
+	}
+	return b
+}
+
+// Decode reads a mono or stereo 16-bit PCM WAV file (stereo is mixed down),
+// returning the samples and the rate. It reads at most max samples.
+func Decode(r io.Reader, max int) ([]int16, int, error) {
+	var hdr [12]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil || string(hdr[0:4]) != "RIFF" || string(hdr[8:12]) != "WAVE" {
+		return nil, 0, errors.New("wav: not a RIFF/WAVE file")
+	}
+	var rate, channels int
+	for {
+		var ch [8]byte
+		if _, err := io.ReadFull(r, ch[:]); err != nil {
+			return nil, 0, fmt.Errorf("wav: no data chunk: %w", err)
+		}
+		size := int64(binary.LittleEndian.Uint32(ch[4:]))
+		switch string(ch[0:4]) {
+		case "fmt ":
+			var f [16]byte
+			if size < 16 {
+				return nil, 0, errors.New("wav: short fmt chunk")
+			}
+			if _, err := io.ReadFull(r, f[:]); err != nil {
+				return nil, 0, err
+			}
+			if binary.LittleEndian.Uint16(f[0:]) != 1 || binary.LittleEndian.Uint16(f[14:]) != 16 {
+				return nil, 0, errors.New("wav: only 16-bit PCM is supported")
+			}
+			channels, rate = int(binary.LittleEndian.Uint16(f[2:])), int(binary.LittleEndian.Uint32(f[4:]))
+			if _, err := io.CopyN(io.Discard, r, size-16+size%2); err != nil {
+				return nil, 0, err
+			}
+		case "data":
+			if channels < 1 || channels > 2 || rate <= 0 {
+				return nil, 0, errors.New("wav: data before a usable fmt chunk")
+			}
+			n := min(int(size)/2/channels, max)
+			raw := make([]byte, n*2*channels)
+			if _, err := io.ReadFull(r, raw); err != nil {
+				return nil, 0, err
+			}
+			pcm := make([]int16, n)
+			for i := range pcm {
+				s := int(int16(binary.LittleEndian.Uint16(raw[2*channels*i:])))
+				if channels == 2 {
+					s = (s + int(int16(binary.LittleEndian.Uint16(raw[2*channels*i+2:])))) / 2
+				}
+				pcm[i] = int16(s)
+			}
+			return pcm, rate, nil
+		default:
+			if _, err := io.CopyN(io.Discard, r, size+size%2); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+}
