@@ -55,7 +55,19 @@ type Config struct {
 	MQTTTLSCert string `yaml:"mqtt-tls-cert" help:"PEM certificate chain for MQTT over TLS; devices use TLS exactly on port 8883 and check it against the ESP-IDF CA bundle, so it must come from a public CA"`
 	MQTTTLSKey  string `yaml:"mqtt-tls-key" help:"PEM private key of mqtt-tls-cert"`
 
-	// Spoken conversations (package voice).
+	// Spoken conversations (package voice): speech recognition and
+	// synthesis providers.
+	ASRProvider         string        `yaml:"asr-provider" help:"speech recognition: openai (any OpenAI-compatible /audio/transcriptions: OpenAI, Groq, SiliconFlow, speaches, LocalAI, whisper.cpp); empty: none"`
+	ASRBaseURL          string        `yaml:"asr-base-url" help:"speech recognition API base URL, e.g. http://localhost:8000/v1 (default: https://api.openai.com/v1)"`
+	ASRAPIKey           string        `yaml:"asr-api-key" help:"speech recognition API key (default with asr-provider openai: OPENAI_API_KEY)"`
+	ASRModel            string        `yaml:"asr-model" help:"speech recognition model (default whisper-1)"`
+	ASRLanguage         string        `yaml:"asr-language" help:"language spoken to devices, e.g. zh or en (empty: the model decides)"`
+	TTSProvider         string        `yaml:"tts-provider" help:"speech synthesis: openai (any OpenAI-compatible /audio/speech with PCM output: OpenAI, Kokoro-FastAPI, speaches, LocalAI, SiliconFlow); empty: none"`
+	TTSBaseURL          string        `yaml:"tts-base-url" help:"speech synthesis API base URL (default: https://api.openai.com/v1)"`
+	TTSAPIKey           string        `yaml:"tts-api-key" help:"speech synthesis API key (default with tts-provider openai: OPENAI_API_KEY)"`
+	TTSModel            string        `yaml:"tts-model" help:"speech synthesis model (default tts-1)"`
+	TTSVoice            string        `yaml:"tts-voice" help:"speech synthesis voice (default alloy)"`
+	TTSSampleRate       int           `yaml:"tts-sample-rate" help:"sample rate of the PCM the synthesis server sends (OpenAI: 24000)"`
 	ConversationTimeout time.Duration `yaml:"conversation-timeout" help:"end a conversation in which nobody spoke for this long: over WebSocket the connection closes, over MQTT the device gets a goodbye (the firmware's own limit is 120s)"`
 
 	// The built-in agent (POST /api/agent/chat, xiaozhi-hub chat). In the
@@ -106,6 +118,7 @@ func DefaultConfig() Config {
 		MemoryLimit:       "auto",
 
 		ConversationTimeout: 120 * time.Second,
+		TTSSampleRate:       24000,
 	}
 }
 
@@ -142,6 +155,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateLimits()...)
 	errs = append(errs, c.validateMQTT()...)
+	errs = append(errs, c.validateVoice()...)
 	if c.ConversationTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("conversation-timeout: %v is shorter than 1s", c.ConversationTimeout))
 	}
@@ -208,6 +222,7 @@ func LoadConfig(args []string, getenv func(string) string) (Config, error) {
 		}
 	}
 	cfg.resolveAgent(getenv)
+	cfg.resolveVoice(getenv)
 	return cfg, cfg.Validate()
 }
 

@@ -145,8 +145,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
 	})
 	vm := h.newVoiceMetrics()
-	h.voice = voice.New(voice.Options{Brain: agentBrain{h.agent}, Logger: log.With("component", "voice"), Silence: cfg.ConversationTimeout,
-		OnTurn: func(r voice.TurnRecord) { vm.turn(reg, r) }})
+	vopts := voiceOptions(cfg)
+	vopts.Brain, vopts.Logger = agentBrain{h.agent}, log.With("component", "voice")
+	vopts.OnTurn = func(r voice.TurnRecord) { vm.turn(reg, r) }
+	h.voice = voice.New(vopts)
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),
 		Metrics: m, Vision: vision, OriginPatterns: cfg.DeviceOrigins, Version: Version,

@@ -6,9 +6,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
+	"github.com/xiaozhi-hub/hub/asr"
+	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
+	"github.com/xiaozhi-hub/hub/tts"
+	"github.com/xiaozhi-hub/hub/vad"
 	"github.com/xiaozhi-hub/hub/voice"
 )
 
@@ -62,4 +66,57 @@ func (v *voiceMetrics) turn(reg *registry.Registry, r voice.TurnRecord) {
 		}
 	}
 	reg.Record(hub.EventVoiceTurn, r.DeviceID, r)
+}
+
+// The adapters below give the voice engine its codec and providers.
+
+type opusCodec struct{}
+
+func (opusCodec) NewDecoder(rate int) (voice.Decoder, error) {
+	d, err := opus.NewDecoder(rate)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (opusCodec) NewEncoder(rate, frameMs int) (voice.Encoder, error) {
+	e, err := opus.NewEncoder(rate, frameMs)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+type openAIRecognizer struct{ o *asr.OpenAI }
+
+func (r openAIRecognizer) Start(ctx context.Context, language string) (voice.Recognition, error) {
+	u, err := r.o.Start(ctx, language)
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+type openAISynthesizer struct{ o *tts.OpenAI }
+
+func (s openAISynthesizer) Synthesize(ctx context.Context, text, v string) (voice.Speech, error) {
+	st, err := s.o.Synthesize(ctx, text, v)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// voiceOptions builds the voice engine's providers from the settings.
+func voiceOptions(cfg Config) voice.Options {
+	o := voice.Options{Codec: opusCodec{}, NewVAD: func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
+		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice}
+	if cfg.ASRProvider == "openai" {
+		o.Recognizer = openAIRecognizer{&asr.OpenAI{BaseURL: cfg.ASRBaseURL, APIKey: cfg.ASRAPIKey, Model: cfg.ASRModel, Language: cfg.ASRLanguage}}
+	}
+	if cfg.TTSProvider == "openai" {
+		o.Synthesizer = openAISynthesizer{&tts.OpenAI{BaseURL: cfg.TTSBaseURL, APIKey: cfg.TTSAPIKey, Model: cfg.TTSModel, Voice: cfg.TTSVoice, SampleRate: cfg.TTSSampleRate}}
+	}
+	return o
 }

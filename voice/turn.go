@@ -28,7 +28,13 @@ type turn struct {
 	rec        TurnRecord
 	start      time.Time
 	firstAudio time.Time
+	ttsStart   time.Time // when tts start was sent
 }
+
+// speakingDelay is how long after tts start the first audio waits: the
+// device applies tts start on its main loop, and drops audio that arrives
+// before it is speaking (docs/protocol.md §7; voice-and-mqtt.md §8.9).
+const speakingDelay = 150 * time.Millisecond
 
 // abort stops the answer at once and tells the device (tts stop), without
 // waiting for the turn's goroutine to notice; no audio follows.
@@ -155,6 +161,7 @@ func (c *Conversation) startTurn(ctx context.Context, rec Recognition) *turn {
 func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 	c.write(ctx, llmMessage("thinking"))
 	c.write(ctx, ttsMessage("start"))
+	t.ttsStart = time.Now()
 	sentences := make(chan string, 16)
 	var answerErr error
 	c.e.wg.Add(1)
@@ -181,7 +188,7 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 			emit(failed(c.language, "answer", err))
 		}
 	}()
-	p := newPacer(c.down, c.e.opts.Lead)
+	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(speakingDelay))
 	first := true
 	for s := range sentences {
 		if ctx.Err() != nil {
@@ -213,9 +220,10 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 // speakText speaks one text outside the model's answer (a failure).
 func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
 	c.write(ctx, ttsMessage("start"))
+	t.ttsStart = time.Now()
 	c.write(ctx, llmMessage("sad"))
 	c.write(ctx, sentenceMessage(text))
-	p := newPacer(c.down, c.e.opts.Lead)
+	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(speakingDelay))
 	if err := c.speak(ctx, t, p, text); err == nil {
 		p.drain(ctx)
 	}
@@ -283,30 +291,36 @@ func (c *Conversation) write(ctx context.Context, msg []byte) {
 // one per frame duration. The device queues at most 40 packets and drops
 // the rest.
 type pacer struct {
-	frame time.Duration
-	lead  time.Duration
-	start time.Time
-	sent  time.Duration // audio sent so far
+	frame     time.Duration
+	lead      time.Duration
+	notBefore time.Time     // no audio before this (speakingDelay after tts start)
+	start     time.Time     // when the first frame went
+	sent      time.Duration // audio sent so far
 }
 
-func newPacer(down protocol.AudioParams, lead time.Duration) *pacer {
-	return &pacer{frame: time.Duration(down.FrameDuration) * time.Millisecond, lead: lead}
+func newPacer(down protocol.AudioParams, lead time.Duration, notBefore time.Time) *pacer {
+	return &pacer{frame: time.Duration(down.FrameDuration) * time.Millisecond, lead: lead, notBefore: notBefore}
 }
 
 // wait blocks until the next frame may go.
 func (p *pacer) wait(ctx context.Context) error {
 	now := time.Now()
 	if p.start.IsZero() {
-		// tts start is applied on the device's main loop: audio sent in
-		// the same instant can arrive before it is speaking, and is dropped.
-		p.start = now.Add(100 * time.Millisecond)
+		p.start = now
+		if p.notBefore.After(now) {
+			p.start = p.notBefore
+		}
 	}
 	ahead := p.sent - now.Sub(p.start)
 	p.sent += p.frame
-	if ahead <= p.lead {
+	wait := ahead - p.lead
+	if now.Before(p.start) { // the first frame waits for the device to be speaking
+		wait = p.start.Sub(now)
+	}
+	if wait <= 0 {
 		return nil
 	}
-	tm := time.NewTimer(ahead - p.lead)
+	tm := time.NewTimer(wait)
 	defer tm.Stop()
 	select {
 	case <-tm.C:

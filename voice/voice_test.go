@@ -305,6 +305,20 @@ func TestManualTurn(t *testing.T) {
 	if br.turns[0].DeviceID != "aa:00:00:00:00:01" || br.turns[0].Text != "打开客厅的灯" {
 		t.Fatalf("the brain was asked %+v", br.turns)
 	}
+	// The first audio waits until the device is speaking (tts start is
+	// applied on its main loop; audio before that is dropped).
+	var ttsStart time.Time
+	for i, m := range msgs {
+		if m == `{"type":"tts","state":"start"}` {
+			ttsStart = times[i]
+		}
+		if m == "audio" {
+			if times[i].Sub(ttsStart) < speakingDelay {
+				t.Fatalf("the first audio went %v after tts start", times[i].Sub(ttsStart))
+			}
+			break
+		}
+	}
 	// Paced: audio frame k is not sent before k×60 ms minus the lead after the first.
 	var first time.Time
 	k := 0

@@ -1,0 +1,305 @@
+package server_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/opus"
+	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/sim"
+	"github.com/xiaozhi-hub/hub/wav"
+)
+
+// providers stands in for OpenAI at the edge the hub cannot reach: speech
+// recognition, the model and speech synthesis, each over its real wire
+// format, recording what the hub sent.
+type providers struct {
+	t        *testing.T
+	srv      *httptest.Server
+	lampTool string
+	mu       sync.Mutex
+	heardMs  int    // length of the audio the recognizer received
+	system   string // the model's system prompt
+	spoken   []string
+}
+
+const answer = "好的，客厅的灯已经打开了。"
+
+func newProviders(t *testing.T, lampTool string) *providers {
+	p := &providers{t: t, lampTool: lampTool}
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *providers) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer sk-test" {
+		p.t.Errorf("%s without the API key", r.URL.Path)
+	}
+	switch r.URL.Path {
+	case "/v1/audio/transcriptions":
+		f, _, err := r.FormFile("file")
+		if err != nil {
+			p.t.Errorf("transcription without a file: %v", err)
+			return
+		}
+		pcm, rate, err := wav.Decode(f, 1<<22)
+		if err != nil {
+			p.t.Errorf("transcription audio: %v", err)
+		}
+		p.mu.Lock()
+		p.heardMs = len(pcm) * 1000 / max(rate, 1)
+		p.mu.Unlock()
+		fmt.Fprint(w, `{"text":"打开客厅的灯"}`)
+	case "/v1/chat/completions":
+		var req struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		p.mu.Lock()
+		p.system = fmt.Sprint(req.Messages[0].Content)
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta string, finish string) {
+			d, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"delta": json.RawMessage(delta), "finish_reason": finish}}})
+			fmt.Fprintf(w, "data: %s\n\n", d)
+			w.(http.Flusher).Flush()
+		}
+		if req.Messages[len(req.Messages)-1].Role != "tool" {
+			chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"`+p.lampTool+`","arguments":"{}"}}]}`, "")
+			chunk(`{}`, "tool_calls")
+		} else {
+			for _, piece := range []string{"好的，", "客厅的灯", "已经打开了。"} {
+				b, _ := json.Marshal(map[string]string{"content": piece})
+				chunk(string(b), "")
+			}
+			chunk(`{}`, "stop")
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	case "/v1/audio/speech":
+		var req struct{ Input, ResponseFormat string }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		p.mu.Lock()
+		p.spoken = append(p.spoken, req.Input)
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "audio/pcm")
+		b := make([]byte, 2*24000) // one second of a 300 Hz tone at 24 kHz
+		for i := range 24000 {
+			binary.LittleEndian.PutUint16(b[2*i:], uint16(int16(6000*math.Sin(2*math.Pi*300*float64(i)/24000))))
+		}
+		_, _ = w.Write(b)
+	default:
+		p.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+	}
+}
+
+// talkingHub runs a hub whose speech and model providers are p.
+func talkingHub(t *testing.T, p *providers, edit func(*server.Config)) *testHub {
+	return startHub(t, "", func(c *server.Config) {
+		base := p.srv.URL + "/v1"
+		c.AgentProvider, c.AgentBaseURL, c.AgentAPIKey, c.AgentModel = "openai", base, "sk-test", "test-model"
+		c.ASRProvider, c.ASRBaseURL, c.ASRAPIKey = "openai", base, "sk-test"
+		c.TTSProvider, c.TTSBaseURL, c.TTSAPIKey = "openai", base, "sk-test"
+		if edit != nil {
+			edit(c)
+		}
+	})
+}
+
+// speech is 1.2 s of a voice-like tone as the firmware sends it: Opus,
+// 16 kHz, 60 ms frames.
+func speech(t *testing.T) [][]byte {
+	enc, err := opus.NewEncoder(16000, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames [][]byte
+	for n := range 20 {
+		pcm := make([]int16, 960)
+		for i := range pcm {
+			x := float64(n*960+i) / 16000
+			pcm[i] = int16(5000 * (math.Sin(2*math.Pi*180*x) + 0.5*math.Sin(2*math.Pi*360*x)))
+		}
+		pkt, err := enc.Encode(pcm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, pkt)
+	}
+	return frames
+}
+
+// A person presses the button of a device and says "打开客厅的灯": the hub
+// recognises it, the agent turns on the living-room lamp (another device),
+// and the device hears the answer: stt, the face, tts start, the sentence,
+// Opus audio that decodes to the synthesised length, paced no faster than
+// real time beyond the lead, and tts stop.
+func TestTalkOverWebSocket(t *testing.T) {
+	const lampID, talkerID = "aa:00:00:00:7a:01", "aa:00:00:00:7a:02"
+	p := newProviders(t, catalog.Name(lampID, "self.lamp.turn_on"))
+	h := talkingHub(t, p, nil)
+	lamp := h.device(sim.Config{DeviceID: lampID, Lamp: true})
+	h.readyTools(lampID)
+	_, _ = h.call("PATCH", "/api/devices/"+lampID, map[string]any{"name": "客厅的灯", "room": "客厅"})
+
+	c := h.rawDevice(talkerID)
+	if st, _ := h.call("PATCH", "/api/devices/"+talkerID, map[string]any{"name": "书房小智"}); st != 200 {
+		t.Fatal(st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	send(t, c, `{"session_id":"s","type":"listen","state":"start","mode":"manual"}`)
+	for _, f := range speech(t) {
+		if err := c.Write(ctx, websocket.MessageBinary, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(t, c, `{"session_id":"s","type":"listen","state":"stop"}`)
+
+	dec, _ := opus.NewDecoder(24000)
+	var texts []string
+	var samples, frames int
+	var first time.Time
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("read: %v (so far %v)", err, texts)
+		}
+		if typ == websocket.MessageBinary {
+			now := time.Now()
+			if first.IsZero() {
+				first = now
+			}
+			if early := first.Add(time.Duration(frames)*60*time.Millisecond - 400*time.Millisecond); now.Before(early) {
+				t.Fatalf("audio frame %d arrived %v after the first: faster than real time beyond the lead", frames, now.Sub(first))
+			}
+			pcm, err := dec.Decode(data)
+			if err != nil {
+				t.Fatalf("downlink frame %d does not decode: %v", frames, err)
+			}
+			samples += len(pcm)
+			frames++
+			continue
+		}
+		texts = append(texts, string(data))
+		if strings.Contains(string(data), `"state":"stop"`) {
+			break
+		}
+	}
+	got := strings.Join(texts, "\n")
+	for _, want := range []string{`{"type":"stt","text":"打开客厅的灯"}`, `"emotion":"thinking"`, `{"type":"tts","state":"start"}`,
+		`"state":"sentence_start","text":"` + answer + `"`, `{"type":"tts","state":"stop"}`} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("the device did not receive %s; it got:\n%s", want, got)
+		}
+	}
+	if !lamp.LampOn() {
+		t.Fatal("the living-room lamp is still off")
+	}
+	// One second of synthesised speech: 16.7 frames of 60 ms, the last padded.
+	if frames != 17 || samples != 17*1440 {
+		t.Fatalf("received %d frames, %d samples; want 17 frames of 1440", frames, samples)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.heardMs < 1100 || p.heardMs > 1300 {
+		t.Fatalf("the recognizer received %d ms of audio; the device sent 1200", p.heardMs)
+	}
+	if !strings.Contains(p.system, "speaking aloud to the device 书房小智") {
+		t.Fatalf("the model was not told which device it speaks through:\n%s", p.system)
+	}
+	if strings.Join(p.spoken, "|") != answer {
+		t.Fatalf("synthesised %q", p.spoken)
+	}
+	h.waitEvent(talkerID, "outcome:ok")
+}
+
+// The same conversation over MQTT+UDP: messages over MQTT, audio both ways
+// over the encrypted UDP channel, and the device stays online afterwards.
+func TestTalkOverMQTT(t *testing.T) {
+	const lampID, talkerID = "aa:00:00:00:7a:11", "aa:00:00:00:7a:12"
+	p := newProviders(t, catalog.Name(lampID, "self.lamp.turn_on"))
+	h := talkingHub(t, p, func(c *server.Config) { c.MQTTListen, c.DeviceAuth = "127.0.0.1:0", "token" })
+	lamp := h.device(sim.Config{DeviceID: lampID, ClientID: "uuid-lamp", Lamp: true, Token: tokenOf(otaCheck(t, h, lampID, "uuid-lamp"))})
+	h.readyTools(lampID)
+	d := connectMQTT(t, mqttLogin(t, otaCheck(t, h, talkerID, "uuid-talker")))
+	dev := serveMCP(t, d)
+	h.readyTools(talkerID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ch, err := d.OpenAudio(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := d.SessionID()
+	if err := d.Publish([]byte(`{"session_id":"` + sid + `","type":"listen","state":"start","mode":"manual"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range speech(t) {
+		if err := ch.SendAudio(f, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Publish([]byte(`{"session_id":"` + sid + `","type":"listen","state":"stop"}`)); err != nil {
+		t.Fatal(err)
+	}
+	dec, _ := opus.NewDecoder(24000)
+	var samples, frames int
+	audio := make(chan []byte, 64)
+	go func() {
+		for {
+			f, err := ch.Recv(ctx)
+			if err != nil {
+				close(audio)
+				return
+			}
+			audio <- f.Opus
+		}
+	}()
+	var texts []string
+	for done := false; !done; {
+		select {
+		case m := <-dev.other:
+			if strings.Contains(m, `"type":"tts"`) || strings.Contains(m, `"type":"stt"`) {
+				texts = append(texts, m)
+			}
+			done = strings.Contains(m, `"state":"stop"`)
+		case <-ctx.Done():
+			t.Fatalf("no tts stop; got %v", texts)
+		}
+	}
+	for len(audio) > 0 {
+		pcm, err := dec.Decode(<-audio)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples += len(pcm)
+		frames++
+	}
+	got := strings.Join(texts, "\n")
+	if !strings.Contains(got, `{"type":"stt","text":"打开客厅的灯"}`) || !strings.Contains(got, answer) {
+		t.Fatalf("the device received:\n%s", got)
+	}
+	if !lamp.LampOn() || frames != 17 || samples != 17*1440 {
+		t.Fatalf("lamp on %v; %d frames, %d samples over UDP", lamp.LampOn(), frames, samples)
+	}
+	if _, got := h.call("GET", "/api/devices/"+talkerID, nil); got["online"] != true {
+		t.Fatalf("the MQTT device after its conversation: %v", got)
+	}
+}
