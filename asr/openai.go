@@ -160,4 +160,3 @@ func providerMessage(body []byte) string {
 	}
 	return hub.Truncate(body, 200)
 }
-
