@@ -14,7 +14,7 @@ type Startup struct {
 
 // Startup describes the running hub for the startup log.
 func (h *Hub) Startup() Startup {
-	s := Startup{Dashboard: h.URL() + "/", Speech: "not configured (the hub has no speech providers yet)"}
+	s := Startup{Dashboard: h.URL() + "/", Speech: speechSummary(h.cfg)}
 	if err := h.agent.Ready(); err != nil {
 		s.LLM = "not configured (set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL, or agent-provider; see --help)"
 	} else {
@@ -22,4 +22,21 @@ func (h *Hub) Startup() Startup {
 		s.LLM = strings.TrimSpace(c.Provider + " " + c.Model + " at " + c.BaseURL)
 	}
 	return s
+}
+
+// speechSummary names the speech providers, or what to set.
+func speechSummary(c Config) string {
+	if c.ASRProvider == "" && c.TTSProvider == "" {
+		return "not configured (devices are told so; set asr-provider and tts-provider, see README \"A device that talks\")"
+	}
+	part := func(what, provider, base, model string) string {
+		if provider == "" {
+			return what + " not configured"
+		}
+		if base == "" {
+			base = "https://api.openai.com/v1"
+		}
+		return strings.TrimSpace(what + " " + provider + " " + model + " at " + base)
+	}
+	return part("recognition", c.ASRProvider, c.ASRBaseURL, c.ASRModel) + "; " + part("synthesis", c.TTSProvider, c.TTSBaseURL, c.TTSModel)
 }
