@@ -2,6 +2,7 @@ package ota
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/url"
@@ -110,6 +111,11 @@ func (s *Service) AuthorizeMQTT(ctx context.Context, clientID, username, passwor
 	}
 	if s.opts.Policy != PolicyOpen {
 		return id, s.check(ctx, id, remote, "mqtt")
+	}
+	for _, t := range s.opts.DeviceTokens { // configured tokens count under every policy
+		if id.Token != "" && subtle.ConstantTimeCompare([]byte(t), []byte(id.Token)) == 1 {
+			return id, nil
+		}
 	}
 	s.mu.RLock()
 	t := s.trust[id.DeviceID]

@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/sim"
+	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
 )
 
 // StartDemo runs n simulated devices in-process against this hub, so that a
@@ -32,6 +34,17 @@ func (h *Hub) StartDemo(ctx context.Context, n int) error {
 	})
 	if err != nil {
 		return err
+	}
+	// With MQTT on, every other demo device uses it (the kitchen speaker
+	// and the bedroom lamp): both transports side by side.
+	if h.mqtt != nil {
+		for i, d := range fleet.Devices {
+			if i%2 == 1 {
+				c := d.Config()
+				d.UseMQTT(mqttdevice.Config{Endpoint: h.MQTTAddr(), ClientID: protocol.MQTTClientID(c.DeviceID, c.ClientID),
+					Username: c.DeviceID, Password: token, PublishTopic: protocol.UplinkTopic(c.DeviceID)})
+			}
+		}
 	}
 	// Label the devices before they connect, so the first listing shows names.
 	for i, d := range fleet.Devices {

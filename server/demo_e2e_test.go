@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/server"
 )
 
 // readmeDemoRequests returns the rows of README.md's "you say | device"
@@ -78,4 +79,24 @@ func TestDemoHomeAnswersReadmeRequests(t *testing.T) {
 			t.Errorf("%q: %s and %s rank equal (%.2f): the request is ambiguous in the demo home", query, res[0].ID, res[1].ID, res[0].Score)
 		}
 	}
+}
+
+// With MQTT on, the demo home has devices on both transports, all online
+// and controllable.
+func TestDemoWithMQTT(t *testing.T) {
+	h := mqttHub(t, "", func(c *server.Config) { c.DeviceAuth = "activation" })
+	if err := h.StartDemo(context.Background(), 4); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	waitFor(t, "four demo devices online over both transports", func() bool {
+		_, body := h.call("GET", "/api/devices", nil)
+		clear(seen)
+		for _, d := range body["devices"].([]any) {
+			if m := d.(map[string]any); m["online"] == true {
+				seen[m["transport"].(string)]++
+			}
+		}
+		return seen["websocket"] == 2 && seen["mqtt"] == 2
+	})
 }

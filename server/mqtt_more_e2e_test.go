@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xiaozhi-hub/hub/sim"
 	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
 )
 
@@ -208,4 +209,45 @@ func TestKeepADeviceOnWebSocket(t *testing.T) {
 		t.Fatal(st)
 	}
 	mqttLogin(t, otaCheck(t, h, id, "uuid-4d-41"))
+}
+
+// The simulated firmware follows the OTA answer to MQTT like the real one,
+// and is served while idle: its tools are discovered and called; a legacy
+// IoT device on MQTT sends its things when a conversation opens, and takes
+// commands.
+func TestSimDevicesOverMQTT(t *testing.T) {
+	h := mqttHub(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	boot := func(cfg sim.Config) *sim.Device {
+		cfg.OTAURL = h.OTAURL()
+		d := sim.New(cfg)
+		if _, err := d.Provision(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Connect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	d := boot(sim.Config{DeviceID: "aa:00:00:00:4d:51"})
+	if d.MQTTSession() == nil {
+		t.Fatal("the simulated device did not switch to MQTT")
+	}
+	h.readyTools(d.ID())
+	if st, body := h.call("POST", "/api/devices/"+d.ID()+"/tools/self.audio_speaker.set_volume/call", map[string]any{"arguments": map[string]any{"volume": 42}}); st != 200 || d.Volume() != 42 {
+		t.Fatalf("call = %d %v, volume %d", st, body, d.Volume())
+	}
+
+	iot := boot(sim.Config{DeviceID: "aa:00:00:00:4d:52", Mode: sim.ModeIoT})
+	if _, err := iot.OpenConversation(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the IoT lamp", func() bool { return h.thing(iot.ID(), "Lamp") != nil })
+	if st, body := h.call("POST", "/api/devices/"+iot.ID()+"/iot/commands", map[string]any{
+		"commands": []map[string]any{{"name": "Lamp", "method": "TurnOn", "parameters": map[string]any{}}}}); st != 202 {
+		t.Fatalf("IoT command = %d %v", st, body)
+	}
+	waitFor(t, "the IoT lamp on", iot.LampOn)
 }

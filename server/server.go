@@ -86,9 +86,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		Logger: log.With("component", "registry"), Metrics: m,
 		DefaultCallTimeout: cfg.CallTimeout, MaxCallTimeout: cfg.MaxCallTimeout,
 	})
-	if cfg.DeviceAuth != ota.PolicyOpen && len(cfg.DeviceTokens) == 0 {
+	if len(cfg.DeviceTokens) == 0 {
 		// In-process devices (--demo) present this token; it exists only
-		// in this process, so they work under every policy.
+		// in this process, so they work under every policy (and over MQTT,
+		// whose logins need a token even under open).
 		cfg.DeviceTokens = []string{inProcessToken()}
 	}
 	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock}

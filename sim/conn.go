@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
 )
 
 // ErrHello is wrapped by Connect's error when the server hello was invalid
@@ -30,10 +31,12 @@ var defaultHTTPClient = &http.Client{Transport: &http.Transport{
 	DisableCompression:  true,
 }}
 
-// link is one WebSocket connection of a device.
+// link is one connection of a device: a WebSocket, or an MQTT session
+// (mqtt.go), which is open while the device is idle.
 type link struct {
 	conn   *websocket.Conn
-	ctx    context.Context // cancelled when the link ends; tool handlers get it
+	mq     *mqttdevice.Device // the MQTT session, instead of conn
+	ctx    context.Context    // cancelled when the link ends; tool handlers get it
 	cancel context.CancelFunc
 	hello  chan struct{} // closed once the server hello is accepted
 	done   chan struct{} // closed when the read loop has exited
@@ -51,7 +54,11 @@ func (l *link) drop() {
 	// The socket first: a tool handler that sees the cancellation must not
 	// get an error reply out before the connection is gone (a dropped
 	// device says nothing more).
-	_ = l.conn.CloseNow()
+	if l.mq != nil {
+		l.mq.Drop()
+	} else {
+		_ = l.conn.CloseNow()
+	}
 	l.cancel()
 }
 
@@ -185,10 +192,16 @@ func (d *Device) Connected() bool {
 	}
 }
 
-// dial opens the WebSocket and sends the client hello.
+// dial opens the WebSocket and sends the client hello, or connects MQTT.
 func (d *Device) dial(ctx context.Context) (*link, error) {
 	if _, err := d.current(); err == nil {
 		return nil, errors.New("sim: already connected")
+	}
+	d.mu.Lock()
+	mqtt := d.transport == "mqtt"
+	d.mu.Unlock()
+	if mqtt {
+		return d.dialMQTT(ctx)
 	}
 	target, header, err := d.target()
 	if err != nil {
@@ -300,6 +313,10 @@ func (d *Device) linkErr(l *link) error {
 func (d *Device) readLoop(l *link) {
 	defer close(l.done)
 	defer l.drop()
+	if l.mq != nil {
+		d.readMQTT(l)
+		return
+	}
 	for {
 		typ, data, err := l.conn.Read(context.Background())
 		if err != nil {
@@ -324,6 +341,9 @@ func (d *Device) readLoop(l *link) {
 // sendText writes one text frame on l; after l ended it fails silently,
 // like the firmware, whose replies are lost once the socket is gone (§3.5).
 func (d *Device) sendText(l *link, b []byte) error {
+	if l.mq != nil {
+		return l.mq.Publish(b)
+	}
 	err := l.conn.Write(l.ctx, websocket.MessageText, b)
 	if err != nil {
 		d.log.Debug("sim: send failed", "err", err)

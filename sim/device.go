@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
 )
 
 // Mode selects the firmware generation a device imitates.
@@ -57,7 +58,14 @@ const (
 // Config describes one simulated device. The zero value of every field but
 // URL is usable.
 type Config struct {
-	URL      string // ws:// or wss:// URL of the hub's device endpoint
+	URL string // ws:// or wss:// URL of the hub's device endpoint
+	// Transport is how the device reaches its server: "" follows the OTA
+	// answer like the firmware (MQTT when it has an mqtt object, else
+	// WebSocket), "websocket" or "mqtt" force one (mqtt needs MQTT).
+	Transport string
+	// MQTT is the MQTT login as the firmware stores it from the OTA
+	// answer's mqtt object (sim/mqttdevice, docs/protocol.md §4).
+	MQTT     mqttdevice.Config
 	DeviceID string // MAC address, lowercase with colons; random if empty
 	ClientID string // UUID v4; derived from DeviceID if empty (stable, like NVS)
 	Token    string // sent as "Authorization: Bearer <token>" when non-empty
@@ -180,7 +188,8 @@ type Device struct {
 	loop mainLoop
 
 	mu         sync.Mutex
-	link       *link // current connection, nil before the first Connect
+	link       *link  // current connection, nil before the first Connect
+	transport  string // "mqtt" or anything else for WebSocket (Config.Transport, or the OTA answer)
 	sessionID  string
 	downlink   protocol.AudioParams
 	state      string
@@ -250,7 +259,7 @@ func New(cfg Config) *Device {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Device{
+	d := &Device{transport: cfg.Transport,
 		cfg:        cfg,
 		log:        log.With("device", cfg.DeviceID),
 		downlink:   protocol.AudioParams{Format: "opus", SampleRate: 24000, Channels: 1, FrameDuration: 60},

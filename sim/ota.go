@@ -92,10 +92,10 @@ func (d *Device) CheckOTA(ctx context.Context) (*OTAResult, error) {
 	if !ok {
 		return r, fmt.Errorf("%w: the body is not a JSON object (the device retries, then falls back to MQTT)", ErrOTA)
 	}
-	if item(root, "mqtt") != nil {
-		return r, fmt.Errorf("%w: the answer has an mqtt member, which switches the device to MQTT", ErrOTA)
-	}
 	if err := r.parse(root, d.cfg.Firmware); err != nil {
+		return r, err
+	}
+	if err := d.applyMQTT(root); err != nil {
 		return r, err
 	}
 	if ws := r.WebSocket; ws != nil {
@@ -382,4 +382,50 @@ func pause(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// applyMQTT stores the answer's mqtt object as the firmware does (ota.cc:
+// every string and number member into NVS under its name, nothing erased)
+// and picks the transport like application.cc: mqtt when the answer has
+// it, else websocket when it has that. Config.Transport "websocket" or
+// "mqtt" forces one.
+func (d *Device) applyMQTT(root map[string]json.RawMessage) error {
+	m, hasMQTT := object(item(root, "mqtt"))
+	if hasMQTT {
+		for k, v := range m {
+			if len(k) > 15 {
+				return fmt.Errorf("%w: mqtt member %q is longer than 15 characters (the device aborts and reboots)", ErrOTA, k)
+			}
+			sv, isStr := str(v)
+			nv, isNum := number(v)
+			c := &d.cfg.MQTT
+			switch {
+			case k == "endpoint" && isStr:
+				c.Endpoint = sv
+			case k == "client_id" && isStr:
+				c.ClientID = sv
+			case k == "username" && isStr:
+				c.Username = sv
+			case k == "password" && isStr:
+				c.Password = sv
+			case k == "publish_topic" && isStr:
+				c.PublishTopic = sv
+			case k == "keepalive" && isNum:
+				c.Keepalive = uint16(nv)
+			}
+		}
+		if d.cfg.MQTT.Endpoint == "" && d.cfg.Transport != "websocket" {
+			return fmt.Errorf("%w: the answer's mqtt object switches the device to MQTT, but it has no endpoint (the device cannot connect)", ErrOTA)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.cfg.Transport != "": // forced
+	case hasMQTT:
+		d.transport = "mqtt"
+	case item(root, "websocket") != nil:
+		d.transport = "websocket"
+	}
+	return nil
 }

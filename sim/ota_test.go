@@ -137,7 +137,8 @@ func TestProvisionActivationVersion2(t *testing.T) {
 
 func TestCheckOTARefusesWhatBreaksTheFirmware(t *testing.T) {
 	for _, c := range []struct{ name, body, want string }{
-		{"mqtt object", `{"mqtt":{},"websocket":{"url":"ws://x/","token":"","version":1}}`, "MQTT"},
+		{"mqtt object without endpoint", `{"mqtt":{},"websocket":{"url":"ws://x/","token":"","version":1}}`, "MQTT"},
+		{"long mqtt NVS key", `{"mqtt":{"endpoint":"h:1883","subscribe_topic_x":"a"}}`, "15"},
 		{"long NVS key", `{"websocket":{"url":"ws://x/","token":"","version":1,"reconnect_interval":5}}`, "15"},
 		{"non-numeric firmware", `{"firmware":{"version":"v2.5.0","url":"http://x/fw.bin"}}`, "stoi"},
 		{"forced same version", `{"firmware":{"version":"2.4.2","url":"http://x/fw.bin","force":1}}`, "every boot"},

@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	query := fs.Bool("query", false, "send identity as URL query parameters instead of headers")
 	stagger := fs.Duration("stagger", 5*time.Millisecond, "delay between first connections")
 	verbose := fs.Bool("v", false, "debug logging")
+	transport := fs.String("transport", "auto", `auto (follow the OTA answer, like the firmware: MQTT+UDP when it offers MQTT), websocket, or mqtt (needs --ota on a hub with mqtt-listen)`)
 	load := addLoadFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,6 +63,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *count < 1 {
 		return fmt.Errorf("--count must be at least 1")
 	}
+	switch *transport {
+	case "auto":
+		*transport = ""
+	case "websocket":
+	case "mqtt":
+		if *otaURL == "" {
+			return fmt.Errorf("--transport mqtt needs --ota: the device gets its MQTT login from the hub's OTA answer")
+		}
+	default:
+		return fmt.Errorf("--transport must be auto, websocket or mqtt, not %q", *transport)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -74,7 +86,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fc := sim.FleetConfig{
 		Base: sim.Config{
 			URL: *url, Token: *token, ProtocolVersion: *version, Mode: sim.Mode(*mode),
-			IdentityInQuery: *query, Logger: log, OTAURL: *otaURL,
+			IdentityInQuery: *query, Logger: log, OTAURL: *otaURL, Transport: *transport,
 		},
 		Count:    *count,
 		IDPrefix: *prefix,
