@@ -15,6 +15,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
 )
 
 // Tool-set profiles for load tests (LoadConfig.Profile).
@@ -83,7 +86,11 @@ func FinishProfile(d *Device, profile string) error {
 type LoadConfig struct {
 	// URL is the hub's device endpoint (ws://…/xiaozhi/v1/).
 	URL   string
-	Token string // device bearer token, if the hub wants one
+	Token string // device bearer token, if the hub wants one (the MQTT password too)
+	// MQTT, when set, is the hub's MQTT broker (host:port): the devices
+	// connect there instead of the WebSocket, logging in with Token (a
+	// device token the hub is configured with).
+	MQTT string
 	// IDPrefix is the first octets of the device ids (default
 	// DefaultIDPrefix); device i (from 1) is MAC(IDPrefix, i).
 	IDPrefix string
@@ -337,6 +344,11 @@ func (l *Load) newDevice() (*Device, *loadDevice, error) {
 	}
 	_ = ApplyProfile(&cfg, l.cfg.Profile) // checked in NewLoad
 	d := New(cfg)
+	if l.cfg.MQTT != "" {
+		c := d.Config()
+		d.UseMQTT(mqttdevice.Config{Endpoint: l.cfg.MQTT, ClientID: protocol.MQTTClientID(id, c.ClientID), Username: id,
+			Password: l.cfg.Token, PublishTopic: protocol.UplinkTopic(id)})
+	}
 	if err := FinishProfile(d, l.cfg.Profile); err != nil {
 		return nil, nil, err
 	}

@@ -35,7 +35,7 @@ func (d *Device) dialMQTT(ctx context.Context) (*link, error) {
 	d.state = StateIdle
 	d.connects++
 	d.mu.Unlock()
-	d.log.Info("sim: connected over MQTT", "endpoint", d.cfg.MQTT.Endpoint)
+	d.log.Info(logConnected, "transport", "mqtt", "endpoint", d.cfg.MQTT.Endpoint)
 	return l, nil
 }
 

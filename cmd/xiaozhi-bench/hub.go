@@ -45,6 +45,8 @@ func hubMain(args []string) error {
 	memLimit := fs.String("memory-limit", "auto", "the hub's memory-limit setting")
 	pprofAddr := fs.String("pprof", "", "serve pprof and bench controls on this address")
 	startupProfile := fs.String("startup-profile", "", "write a CPU profile of the start (until listening) to this file")
+	mqttListen := fs.String("mqtt-listen", "", "the hub's mqtt-listen setting (devices on MQTT+UDP)")
+	deviceToken := fs.String("device-token", "", "a device token (device-auth token): what MQTT devices log in with")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +64,9 @@ func hubMain(args []string) error {
 	cfg := server.DefaultConfig()
 	cfg.Listen, cfg.DataDir, cfg.APIToken, cfg.LogLevel = *listen, *dataDir, *token, *logLevel
 	cfg.DeviceAuth = "open" // explicitly: the default may change
+	if *mqttListen != "" {
+		cfg.MQTTListen, cfg.DeviceAuth, cfg.DeviceTokens = *mqttListen, "token", []string{*deviceToken}
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return err
@@ -106,6 +111,9 @@ func hubMain(args []string) error {
 	})
 	defer limiting.Wait()
 	defer stopLimit()
+	if a := h.MQTTAddr(); a != "" {
+		fmt.Printf("mqtt %s\n", a)
+	}
 	fmt.Printf("hub %s\n", h.Addr())
 	return h.Run(ctx)
 }
@@ -204,6 +212,7 @@ type hubProc struct {
 	cmd     *exec.Cmd
 	addr    string // host:port of the hub
 	pprof   string // host:port of the bench controls ("" without)
+	mqtt    string // host:port of the hub's MQTT broker ("" without)
 	token   string
 	dataDir string
 	base    string // http://addr
@@ -219,6 +228,7 @@ type hubOptions struct {
 	logFile  string
 	pprof    bool
 	memLimit string // the hub's memory-limit setting; "" means its default
+	mqtt     bool   // devices on MQTT: the hub gets mqtt-listen and the token as a device token
 }
 
 // startHub re-executes this binary in the hub role and waits until it
@@ -240,6 +250,9 @@ func startHub(ctx context.Context, o hubOptions) (*hubProc, error) {
 	}
 	if o.memLimit != "" {
 		args = append(args, "--memory-limit", o.memLimit)
+	}
+	if o.mqtt {
+		args = append(args, "--mqtt-listen", "127.0.0.1:0", "--device-token", o.token)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
@@ -274,6 +287,9 @@ func startHub(ctx context.Context, o hubOptions) (*hubProc, error) {
 		case l := <-lines:
 			if a, ok := strings.CutPrefix(l, "pprof "); ok {
 				h.pprof = a
+			}
+			if a, ok := strings.CutPrefix(l, "mqtt "); ok {
+				h.mqtt = a
 			}
 			if a, ok := strings.CutPrefix(l, "hub "); ok {
 				h.addr = a

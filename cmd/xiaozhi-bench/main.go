@@ -86,6 +86,7 @@ type options struct {
 	mcp            string
 	closedOnly     bool
 	moreRates      []float64
+	transport      string
 }
 
 // env is what scenarios share.
@@ -136,6 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory")
 	fs.BoolVar(&o.closedOnly, "closed-only", false, "calls: skip the open-loop phases (for quick A/B comparisons)")
 	fs.StringVar(&o.mcp, "mcp", "auto", "benchmark the MCP endpoint's call_device_tool: auto (if the hub serves /mcp) or off")
+	fs.StringVar(&o.transport, "transport", "websocket", "how the simulated devices connect: websocket, or mqtt (the hub's embedded broker, MQTT+UDP firmware)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -174,6 +176,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := sim.ApplyProfile(&sim.Config{}, o.profile); err != nil {
 		return err
+	}
+	if o.transport != "websocket" && o.transport != "mqtt" {
+		return fmt.Errorf("--transport must be websocket or mqtt, not %q", o.transport)
 	}
 	if o.concurrency < 1 || o.rate <= 0 || o.duration <= 0 || o.callDevices < 1 {
 		return errors.New("--concurrency, --rate, --duration and --call-devices must be positive")
@@ -214,7 +219,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Settings: Settings{
 			Scenarios: o.scenarios, Profile: o.profile, ReadyDevices: o.readyDevices, IdleSteps: o.idleSteps,
 			CallDevices: o.callDevices, Concurrency: o.concurrency, Rate: o.rate, Duration: o.duration.Seconds(),
-			Warmup: o.warmup.Seconds(), RestartDevices: o.restartDevices, Sources: o.sources, HubLogLevel: o.hubLogLevel,
+			Warmup: o.warmup.Seconds(), RestartDevices: o.restartDevices, Sources: o.sources, HubLogLevel: o.hubLogLevel, Transport: o.transport,
 		},
 	}
 	e.progress("machine: %s, %d cores, %s, load average %.2f; work dir %s",
@@ -283,7 +288,7 @@ func (e *env) hub(name string) (*hubProc, error) {
 	}
 	return startHub(e.ctx, hubOptions{
 		dataDir: dir, token: e.token, logLevel: e.opts.hubLogLevel, memLimit: e.opts.hubMemLimit,
-		logFile: filepath.Join(dir, "hub.log"), pprof: true,
+		logFile: filepath.Join(dir, "hub.log"), pprof: true, mqtt: e.opts.transport == "mqtt",
 	})
 }
 
@@ -292,6 +297,9 @@ func (e *env) load(h *hubProc, prefix string, tweak func(*sim.LoadConfig)) (*sim
 	cfg := sim.LoadConfig{
 		URL: h.deviceURL(), IDPrefix: prefix, Profile: e.opts.profile, Sources: e.opts.sources,
 		MaxDialing: e.opts.dialCap, ReconnectMin: 250 * time.Millisecond, ReconnectMax: 2 * time.Second,
+	}
+	if h.mqtt != "" {
+		cfg.MQTT, cfg.Token = h.mqtt, h.token
 	}
 	if tweak != nil {
 		tweak(&cfg)

@@ -43,6 +43,7 @@ type Settings struct {
 	RestartDevices int      `json:"restartDevices"`
 	Sources        int      `json:"sourceAddresses"`
 	HubLogLevel    string   `json:"hubLogLevel"`
+	Transport      string   `json:"transport"` // websocket or mqtt
 }
 
 // CallRun is one load phase: closed loop at a concurrency or open loop at
@@ -294,7 +295,7 @@ func (r *Report) printTable(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "\nxiaozhi-hub benchmark — %s, %d cores, %s, %.0f GiB, load average %.2f → %.2f\n",
 		m.CPUModel, m.NumCPU, m.GoVersion, m.MemTotalGB, m.LoadAvgBefore, m.LoadAvgAfter)
-	fmt.Fprintf(w, "command: %s\n\n", r.Command)
+	fmt.Fprintf(w, "command: %s\ndevices on: %s\n\n", r.Command, r.Settings.Transport)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
 	row("scenario", "figure", "value")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -16,6 +17,12 @@ import (
 // call, every device online, every device's tools re-listed.
 func runRestart(e *env) (*RestartResult, error) {
 	ctx, n := e.ctx, e.opts.restartDevices
+	if e.opts.transport == "mqtt" {
+		// The restarted hub's broker gets a new port on loopback, which the
+		// devices were not told: TestMQTTDeviceCacheServedAfterRestart
+		// covers the MQTT restart instead.
+		return nil, errors.New("the restart scenario runs with --transport websocket only")
+	}
 	h, err := e.hub("restart")
 	if err != nil {
 		return nil, err
@@ -46,7 +53,7 @@ func runRestart(e *env) (*RestartResult, error) {
 	h.kill()
 	h2, err := startHub(ctx, hubOptions{
 		listen: h.listenAddr(), dataDir: h.dataDir, token: h.token, logLevel: e.opts.hubLogLevel, memLimit: e.opts.hubMemLimit,
-		logFile: h.dataDir + "/hub.log", pprof: true,
+		logFile: h.dataDir + "/hub.log", pprof: true, mqtt: h.mqtt != "",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("restart hub: %w", err)
