@@ -118,8 +118,8 @@ func (s *session) handleOther(ctx context.Context, m protocol.Message) {
 		s.listen(m)
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
 	case protocol.TypeAbort:
-		if s.conv != nil {
-			s.conv.Abort()
+		if conv := s.conversation(); conv != nil {
+			conv.Abort()
 		}
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "message": json.RawMessage(m.Raw)})
 	default: // types the hub does not know

@@ -39,6 +39,7 @@ type session struct {
 	link    *registry.Link
 	client  *mcpclient.Client // nil for legacy IoT devices
 	conv    Conversation      // the open conversation; read loop only
+	talking bool              // a hello opened a conversation (conv starts lazily)
 
 	ctx         context.Context    // the session's; ends with the connection
 	cancel      context.CancelFunc // ends the session
@@ -220,8 +221,8 @@ func (s *session) readLoop(ctx context.Context) error {
 				s.badInput("audio_frame", msg.Err)
 				continue
 			}
-			if s.conv != nil {
-				s.conv.Audio(msg.Audio.Data, msg.Audio.Timestamp)
+			if conv := s.conversation(); conv != nil {
+				conv.Audio(msg.Audio.Data, msg.Audio.Timestamp)
 			}
 			continue
 		}

@@ -34,19 +34,26 @@ type Conversation interface {
 	Close()
 }
 
-// openConversation starts the conversation of the hello just answered,
-// ending the previous one of the connection.
+// openConversation marks the start of the conversation of the hello just
+// answered, ending the previous one of the connection. The conversation
+// itself starts with the device's first listen, abort or audio (see
+// conversation): a connection nobody talks on costs nothing more.
 func (s *session) openConversation() {
-	if s.conv != nil {
-		s.conv.Close()
-		s.conv = nil
-	}
-	if s.srv.opts.Voice != nil {
+	s.closeConversation()
+	s.talking = s.srv.opts.Voice != nil
+}
+
+// conversation returns the open conversation, starting it if the hello
+// allowed one; nil when there is none.
+func (s *session) conversation() Conversation {
+	if s.conv == nil && s.talking {
 		s.conv = s.srv.opts.Voice.Open(s.id.DeviceID, "", s.srv.opts.DownlinkAudio, conversationOutput{s})
 	}
+	return s.conv
 }
 
 func (s *session) closeConversation() {
+	s.talking = false
 	if s.conv != nil {
 		s.conv.Close()
 		s.conv = nil
@@ -55,7 +62,8 @@ func (s *session) closeConversation() {
 
 // listen hands a listen message to the conversation.
 func (s *session) listen(m protocol.Message) {
-	if s.conv == nil {
+	conv := s.conversation()
+	if conv == nil {
 		return
 	}
 	var l struct {
@@ -67,7 +75,7 @@ func (s *session) listen(m protocol.Message) {
 		s.badInput("bad_listen", err)
 		return
 	}
-	s.conv.Listen(l.State, l.Mode, l.Text)
+	conv.Listen(l.State, l.Mode, l.Text)
 }
 
 type conversationOutput struct{ s *session }

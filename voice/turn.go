@@ -31,10 +31,6 @@ type turn struct {
 	ttsStart   time.Time // when tts start was sent
 }
 
-// speakingDelay is how long after tts start the first audio waits: the
-// device applies tts start on its main loop, and drops audio that arrives
-// before it is speaking (docs/protocol.md §7; voice-and-mqtt.md §8.9).
-const speakingDelay = 150 * time.Millisecond
 
 // abort stops the answer at once and tells the device (tts stop), without
 // waiting for the turn's goroutine to notice; no audio follows.
@@ -188,7 +184,7 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 			emit(failed(c.language, "answer", err))
 		}
 	}()
-	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(speakingDelay))
+	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay))
 	first := true
 	for s := range sentences {
 		if ctx.Err() != nil {
@@ -223,7 +219,7 @@ func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
 	t.ttsStart = time.Now()
 	c.write(ctx, llmMessage("sad"))
 	c.write(ctx, sentenceMessage(text))
-	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(speakingDelay))
+	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay))
 	if err := c.speak(ctx, t, p, text); err == nil {
 		p.drain(ctx)
 	}

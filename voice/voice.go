@@ -131,6 +131,11 @@ type Options struct {
 	// Lead is how far ahead of real time audio is sent (default 300 ms;
 	// the device queues at most 40 packets, 2.4 s).
 	Lead time.Duration
+	// SpeakingDelay is how long after tts start the first audio waits
+	// (default 150 ms; negative: none, for measurements): the device
+	// applies tts start on its main loop and drops audio that arrives
+	// before it is speaking.
+	SpeakingDelay time.Duration
 	// OnTurn receives the record of every finished turn (for the event
 	// log and metrics); it must not block.
 	OnTurn func(TurnRecord)
@@ -176,6 +181,9 @@ func New(opts Options) *Engine {
 	def(&opts.MaxUtterance, 30*time.Second)
 	def(&opts.MaxTurn, 2*time.Minute)
 	def(&opts.Lead, 300*time.Millisecond)
+	if opts.SpeakingDelay == 0 {
+		opts.SpeakingDelay = 150 * time.Millisecond
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -313,7 +313,7 @@ func TestManualTurn(t *testing.T) {
 			ttsStart = times[i]
 		}
 		if m == "audio" {
-			if times[i].Sub(ttsStart) < speakingDelay {
+			if times[i].Sub(ttsStart) < e.opts.SpeakingDelay {
 				t.Fatalf("the first audio went %v after tts start", times[i].Sub(ttsStart))
 			}
 			break

@@ -1,0 +1,148 @@
+package voice
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xiaozhi-hub/hub/opus"
+	"github.com/xiaozhi-hub/hub/vad"
+)
+
+// opusCodec is the real codec (package opus) behind the voice interfaces.
+type opusCodec struct{}
+
+func (opusCodec) NewDecoder(rate int) (Decoder, error)      { return opus.NewDecoder(rate) }
+func (opusCodec) NewEncoder(rate, ms int) (Encoder, error) { return opus.NewEncoder(rate, ms) }
+
+// quietOutput counts what a device would receive, and signals each tts stop.
+type quietOutput struct {
+	mu     sync.Mutex
+	frames int
+	stops  chan struct{}
+}
+
+func (o *quietOutput) WriteText(_ context.Context, m []byte) error {
+	if string(m) == `{"type":"tts","state":"stop"}` {
+		o.stops <- struct{}{}
+	}
+	return nil
+}
+func (o *quietOutput) WriteAudio(context.Context, []byte, uint32) error {
+	o.mu.Lock()
+	o.frames++
+	o.mu.Unlock()
+	return nil
+}
+func (o *quietOutput) End(string) {}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkTurns runs spoken turns through the whole engine with the real
+// Opus codec and VAD and instant stand-in providers (recognition, a
+// one-sentence answer, one second of synthesised speech): 1.2 s of speech
+// in, decoded; one second out, encoded and paced. It reports the hub's own
+// time from the end of speech to the first audio frame out (the deliberate
+// wait for the device to be speaking is off here), the CPU of one turn,
+// the turns one core could hold concurrently in real time, and the memory
+// of an open conversation. talkers=N runs N conversations at once.
+//
+//	go test -run NONE -bench Turns -benchtime 200x ./voice
+func BenchmarkTurns(b *testing.B) {
+	for _, talkers := range []int{1, 50} {
+		b.Run("talkers="+itoa(talkers), func(b *testing.B) { benchTurns(b, talkers) })
+	}
+}
+
+func itoa(n int) string { return string(rune('0'+n/10%10)) + string(rune('0'+n%10)) }
+
+func benchTurns(b *testing.B, talkers int) {
+	enc, _ := opus.NewEncoder(16000, 60)
+	var speech [][]byte
+	for n := range 20 {
+		pcm := make([]int16, 960)
+		for i := range pcm {
+			pcm[i] = int16(5000 * math.Sin(2*math.Pi*180*float64(n*960+i)/16000))
+		}
+		pkt, _ := enc.Encode(pcm)
+		speech = append(speech, pkt)
+	}
+	var mu sync.Mutex
+	var firstAudio []float64
+	e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: secondOfSpeech{}, Brain: &oneSentence{},
+		NewVAD: func() VAD { return vad.NewEnergy(vad.Config{}) }, SpeakingDelay: -1,
+		OnTurn: func(r TurnRecord) { mu.Lock(); firstAudio = append(firstAudio, r.FirstAudioMs); mu.Unlock() }})
+	defer e.Close()
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	convs := make([]*Conversation, talkers)
+	outs := make([]*quietOutput, talkers)
+	for i := range convs {
+		outs[i] = &quietOutput{stops: make(chan struct{}, 1)}
+		convs[i] = e.Open("aa:00:00:00:00:01", "zh", down, outs[i])
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(ms1.HeapInuse+ms1.StackInuse-ms0.HeapInuse-ms0.StackInuse)/float64(talkers)/1024, "KB/conversation")
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		var wg sync.WaitGroup
+		for i, c := range convs {
+			wg.Go(func() {
+				o := outs[i]
+				c.Listen("start", "manual", "")
+				for _, f := range speech {
+					c.Audio(f, 0)
+				}
+				c.Listen("stop", "", "")
+				<-o.stops
+			})
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	for _, c := range convs {
+		c.Close()
+	}
+	cpu := cpuTime() - cpu0
+	turns := b.N * talkers
+	perTurn := cpu / time.Duration(turns)
+	b.ReportMetric(float64(perTurn.Microseconds())/1000, "cpu-ms/turn")
+	// A turn is 1.2 s of listening and 1 s of speaking: one core holds
+	// this many talkers in real time.
+	b.ReportMetric(2.2e3/float64(perTurn.Microseconds())*1000, "talkers/core")
+	mu.Lock()
+	slices.Sort(firstAudio)
+	if n := len(firstAudio); n > 0 {
+		b.ReportMetric(firstAudio[n/2], "first-audio-p50-ms")
+		b.ReportMetric(firstAudio[(n*99)/100], "first-audio-p99-ms")
+	}
+	mu.Unlock()
+}
+
+// oneSentence answers at once.
+type oneSentence struct{}
+
+func (oneSentence) Ready() error { return nil }
+func (*oneSentence) Answer(_ context.Context, _ Turn, onText func(string)) (string, error) {
+	onText("好的。")
+	return "好的。", nil
+}
+
+// secondOfSpeech synthesises one second of 24 kHz speech for any text.
+type secondOfSpeech struct{}
+
+func (secondOfSpeech) Synthesize(context.Context, string, string) (Speech, error) {
+	return &speech{left: 24000}, nil
+}
