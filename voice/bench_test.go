@@ -17,7 +17,7 @@ import (
 // opusCodec is the real codec (package opus) behind the voice interfaces.
 type opusCodec struct{}
 
-func (opusCodec) NewDecoder(rate int) (Decoder, error)      { return opus.NewDecoder(rate) }
+func (opusCodec) NewDecoder(rate int) (Decoder, error)     { return opus.NewDecoder(rate) }
 func (opusCodec) NewEncoder(rate, ms int) (Encoder, error) { return opus.NewEncoder(rate, ms) }
 
 // quietOutput counts what a device would receive, and signals each tts stop.

@@ -31,7 +31,6 @@ type turn struct {
 	ttsStart   time.Time // when tts start was sent
 }
 
-
 // abort stops the answer at once and tells the device (tts stop), without
 // waiting for the turn's goroutine to notice; no audio follows.
 func (t *turn) abort() {
