@@ -242,6 +242,9 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 	rec.Text = final.String()
 	rec.DurationMs = ms(a.cfg.Now().Sub(start))
 	rec = a.runs.add(rec)
+	if a.cfg.OnRun != nil {
+		a.cfg.OnRun(rec)
+	}
 	usage := rec.Usage
 	send(Event{Type: EventDone, Session: session, RunID: rec.ID, Steps: rec.Steps, Outcome: rec.Outcome,
 		Text: rec.Text, DurationMs: rec.DurationMs, Usage: &usage})

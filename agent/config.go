@@ -51,9 +51,11 @@ type Config struct {
 	// NoStream asks for whole responses instead of streams.
 	NoStream bool `yaml:"no-stream"`
 
-	HTTPClient *http.Client     `yaml:"-"`
-	Logger     *slog.Logger     `yaml:"-"`
-	Now        func() time.Time `yaml:"-"`
+	HTTPClient *http.Client `yaml:"-"`
+	Logger     *slog.Logger `yaml:"-"`
+	// OnRun, if set, receives the record of every finished run (metrics).
+	OnRun func(RunRecord)  `yaml:"-"`
+	Now   func() time.Time `yaml:"-"`
 	// AuthToken is sent as a Bearer token to Anthropic-compatible APIs when
 	// APIKey is empty (ANTHROPIC_AUTH_TOKEN).
 	AuthToken string `yaml:"-"`

@@ -3,6 +3,8 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -22,6 +24,14 @@ type Metrics struct {
 	ProtocolErrors   *prometheus.CounterVec   // reason
 	RecordsDropped   prometheus.Counter
 	DeviceEvents     *prometheus.CounterVec // action: dropped (over the device's rate), truncated
+
+	CallsByCaller *prometheus.CounterVec   // caller: api, mcp, agent, …
+	HTTP          *prometheus.CounterVec   // route (the mux pattern), code
+	HTTPDuration  *prometheus.HistogramVec // route
+	AgentRuns     *prometheus.CounterVec   // outcome
+	AgentDuration prometheus.Histogram
+	AgentTokens   *prometheus.CounterVec // direction: input, output
+	OTAChecks     *prometheus.CounterVec // outcome: admitted, activation, refused, rate_limited
 }
 
 // New creates the collectors in a private registry, with Go and process
@@ -66,9 +76,88 @@ func New() *Metrics {
 			Name: "xiaozhi_hub_device_events_limited_total", Help: "Device messages not recorded as events (over the per-device rate) or recorded truncated.",
 		}, []string{"action"}),
 	}
+	m.CallsByCaller = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "xiaozhi_hub_calls_by_caller_total", Help: "Tool calls and IoT commands by who asked: api (REST), mcp (outside agents), agent (the built-in agent).",
+	}, []string{"caller"})
+	m.HTTP = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "xiaozhi_hub_http_requests_total", Help: "HTTP requests by route pattern and status code (REST, /mcp, OTA, the dashboard).",
+	}, []string{"route", "code"})
+	m.HTTPDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "xiaozhi_hub_http_request_duration_seconds", Help: "Time to answer an HTTP request, by route pattern (streams and WebSockets are not timed).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"route"})
+	m.AgentRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "xiaozhi_hub_agent_runs_total", Help: "Runs of the built-in agent by outcome (ok, step_limit, timeout, canceled, llm_error).",
+	}, []string{"outcome"})
+	m.AgentDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "xiaozhi_hub_agent_run_duration_seconds", Help: "Time of a whole agent run, model and tools.",
+		Buckets: []float64{.25, .5, 1, 2, 4, 8, 16, 32, 64, 120},
+	})
+	m.AgentTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "xiaozhi_hub_agent_tokens_total", Help: "Model tokens used by the built-in agent, by direction (input, output).",
+	}, []string{"direction"})
+	m.OTAChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "xiaozhi_hub_ota_checks_total", Help: "OTA checks by outcome: admitted (a token, and MQTT when offered), activation (a code for a person to approve), refused (a malformed request), rate_limited.",
+	}, []string{"outcome"})
 	r.MustRegister(m.DevicesConnected, m.Handshakes, m.Calls, m.CallDuration, m.Discovery,
-		m.Bytes, m.Messages, m.ProtocolErrors, m.RecordsDropped, m.DeviceEvents)
+		m.Bytes, m.Messages, m.ProtocolErrors, m.RecordsDropped, m.DeviceEvents,
+		m.CallsByCaller, m.HTTP, m.HTTPDuration, m.AgentRuns, m.AgentDuration, m.AgentTokens, m.OTAChecks)
 	return m
+}
+
+// Gauge registers a gauge read from f at each scrape (known devices,
+// pending activations, …).
+func (m *Metrics) Gauge(name, help string, f func() float64) {
+	if m != nil {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+	}
+}
+
+// BuildInfo registers xiaozhi_hub_build_info{version,go_version} = 1.
+func (m *Metrics) BuildInfo(version, goVersion string) {
+	if m != nil {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "xiaozhi_hub_build_info", Help: "The hub's version and Go version (value 1).",
+			ConstLabels: prometheus.Labels{"version": version, "go_version": goVersion}})
+		g.Set(1)
+		m.Registry.MustRegister(g)
+	}
+}
+
+// CallBy counts one call by who asked.
+func (m *Metrics) CallBy(caller string) {
+	if m != nil {
+		if caller == "" {
+			caller = "other"
+		}
+		m.CallsByCaller.WithLabelValues(caller).Inc()
+	}
+}
+
+// Request records one HTTP request.
+func (m *Metrics) Request(route string, code int, seconds float64, timed bool) {
+	if m != nil {
+		m.HTTP.WithLabelValues(route, strconv.Itoa(code)).Inc()
+		if timed {
+			m.HTTPDuration.WithLabelValues(route).Observe(seconds)
+		}
+	}
+}
+
+// AgentRun records one finished agent run.
+func (m *Metrics) AgentRun(outcome string, seconds float64, inputTokens, outputTokens int) {
+	if m != nil {
+		m.AgentRuns.WithLabelValues(outcome).Inc()
+		m.AgentDuration.Observe(seconds)
+		m.AgentTokens.WithLabelValues("input").Add(float64(inputTokens))
+		m.AgentTokens.WithLabelValues("output").Add(float64(outputTokens))
+	}
+}
+
+// OTACheck counts one OTA check by outcome.
+func (m *Metrics) OTACheck(outcome string) {
+	if m != nil {
+		m.OTAChecks.WithLabelValues(outcome).Inc()
+	}
 }
 
 // Handshake counts one connection attempt.

@@ -74,10 +74,12 @@ type checkInfo struct {
 // ten failures, fall back to MQTT.
 func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 	if !s.admit(w, r) {
+		s.opts.OnCheck("rate_limited")
 		return
 	}
 	c, err := s.readCheck(w, r)
 	if err != nil {
+		s.opts.OnCheck("refused")
 		s.refuse(w, r, err)
 		return
 	}
@@ -101,6 +103,7 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 	if !admitted {
 		act, err := s.activationFor(c) // nil if approved meanwhile
 		if err != nil {
+			s.opts.OnCheck("refused")
 			s.refuse(w, r, err)
 			return
 		}
@@ -115,6 +118,11 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 		ans.MQTT = s.mqttFor(base, c, t, ans.WebSocket.Token)
 		ans.Firmware = s.offer(base, c)
 		s.recordCheck(r.Context(), c, m == unbound)
+	}
+	if admitted {
+		s.opts.OnCheck("admitted")
+	} else {
+		s.opts.OnCheck("activation")
 	}
 	writeJSON(w, http.StatusOK, ans)
 	s.log.Debug("OTA check", "device", c.deviceID, "board", c.board, "firmware", c.firmware,

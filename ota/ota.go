@@ -89,6 +89,9 @@ type Options struct {
 	Location *time.Location
 	Logger   *slog.Logger
 	Now      func() time.Time // default time.Now
+	// OnCheck, if set, learns the outcome of each OTA check: admitted,
+	// activation, refused or rate_limited (for metrics).
+	OnCheck func(outcome string)
 }
 
 // Service is the OTA and activation endpoint and the device-auth policy. Its
@@ -159,6 +162,9 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	}
 	if opts.Location == nil {
 		opts.Location = time.Local
+	}
+	if opts.OnCheck == nil {
+		opts.OnCheck = func(string) {}
 	}
 	s := &Service{opts: opts, log: opts.Logger, trust: map[string]Trust{}, pending: newPendingSet(),
 		limiter: newRateLimiter(opts.RatePerAddr, opts.BurstPerAddr)}

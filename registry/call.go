@@ -58,6 +58,7 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) (hub.CallResul
 	}
 	elapsed := r.opts.Now().Sub(start)
 	r.opts.Metrics.Call("mcp", outcome, elapsed.Seconds())
+	r.opts.Metrics.CallBy(req.Caller)
 	rec := hub.CallRecord{
 		DeviceID: req.DeviceID, Kind: "mcp", Tool: req.Tool, Caller: req.Caller,
 		Arguments: summarize(req.Arguments), Outcome: outcome, Started: start,
@@ -148,6 +149,7 @@ func (r *Registry) SendIoTCommands(ctx context.Context, deviceID string, cmds []
 	}
 	elapsed := r.opts.Now().Sub(start)
 	r.opts.Metrics.Call("iot", outcome, elapsed.Seconds())
+	r.opts.Metrics.CallBy(caller)
 	names := make([]string, len(cmds))
 	for i, c := range cmds {
 		names[i] = c.Name + "." + c.Method

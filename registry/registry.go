@@ -196,6 +196,13 @@ func (r *Registry) Device(id string) (hub.Device, error) {
 	return r.viewLocked(e), nil
 }
 
+// KnownCount is how many devices the hub knows, online or not.
+func (r *Registry) KnownCount() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.devices)
+}
+
 // OnlineCount returns how many devices are connected.
 func (r *Registry) OnlineCount() int {
 	r.mu.RLock()

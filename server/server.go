@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -108,7 +109,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		Store: st, Registry: reg, SecretPath: filepath.Join(cfg.DataDir, deviceSecretFile),
 		Policy: cfg.DeviceAuth, DeviceTokens: cfg.DeviceTokens, PublicURL: cfg.PublicURL,
 		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
-		MQTT: mqttOffer, Logger: log.With("component", "ota"),
+		MQTT: mqttOffer, Logger: log.With("component", "ota"), OnCheck: m.OTACheck,
 	})
 	if err != nil {
 		if h.mqtt != nil {
@@ -144,6 +145,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	h.agent = agent.New(reg, agent.Config{
 		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
 		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
+		OnRun: func(r agent.RunRecord) {
+			m.AgentRun(r.Outcome, r.DurationMs/1000, r.Usage.InputTokens, r.Usage.OutputTokens)
+		},
 	})
 	vm := h.newVoiceMetrics()
 	vopts := voiceOptions(cfg)
@@ -169,8 +173,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	// No ReadTimeout or WriteTimeout: device WebSockets, event streams and
 	// /mcp streams live long. IdleTimeout closes keep-alive connections
 	// between requests; streams bound each write themselves.
+	m.BuildInfo(Version, runtime.Version())
+	m.Gauge("xiaozhi_hub_devices_known", "Devices the hub knows, online or not.", func() float64 { return float64(reg.KnownCount()) })
+	m.Gauge("xiaozhi_hub_activations_pending", "Activation codes waiting for a person to approve.", func() float64 { return float64(len(trust.Pending())) })
+	mux := h.routes(st, trust)
 	h.http = &http.Server{
-		Handler: deviceCORS(h.routes(st, trust)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
+		Handler: countRequests(m, deviceCORS(mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn), ConnState: h.fresh.track,
 	}
 	h.http.RegisterOnShutdown(h.fresh.closeAll)
