@@ -28,6 +28,9 @@ type Device struct {
 	Name    string   `json:"name"`
 	Room    string   `json:"room"`
 	Aliases []string `json:"aliases"`
+	// Voice is the speech synthesis voice of the device's answers ("": the
+	// hub's tts-voice).
+	Voice string `json:"voice,omitempty"`
 
 	// Reported by the device.
 	Board           string          `json:"board,omitempty"`    // serverInfo.name from initialize
@@ -59,6 +62,7 @@ type DevicePatch struct {
 	Name    *string   `json:"name,omitempty"`
 	Room    *string   `json:"room,omitempty"`
 	Aliases *[]string `json:"aliases,omitempty"`
+	Voice   *string   `json:"voice,omitempty"`
 }
 
 // Tool is one MCP tool a device offers, as the device described it.

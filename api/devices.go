@@ -61,8 +61,8 @@ func (s *Server) getDevice(w http.ResponseWriter, r *http.Request) {
 }
 
 var patchSpec = bodySpec{
-	kinds: fieldKinds{"name": "a string", "room": "a string", "aliases": "an array of strings"},
-	shape: `{"name":"Desk lamp","room":"Study","aliases":["lamp"]}`,
+	kinds: fieldKinds{"name": "a string", "room": "a string", "aliases": "an array of strings", "voice": "a string"},
+	shape: `{"name":"Desk lamp","room":"Study","aliases":["lamp"],"voice":"nova"}`,
 }
 
 // patchDevice applies {"name","room","aliases"}; absent or null fields are

@@ -340,6 +340,9 @@ func applyPatch(d *hub.Device, p hub.DevicePatch) {
 	if p.Aliases != nil {
 		d.Aliases = cleanAliases(*p.Aliases)
 	}
+	if p.Voice != nil {
+		d.Voice = strings.TrimSpace(*p.Voice)
+	}
 }
 
 // OnDelete registers f to run at the start of every DeleteDevice (for
@@ -481,6 +484,11 @@ func validatePatch(p hub.DevicePatch) error {
 	}
 	if p.Room != nil {
 		if err := check("room", *p.Room); err != nil {
+			return err
+		}
+	}
+	if p.Voice != nil {
+		if err := check("voice", *p.Voice); err != nil {
 			return err
 		}
 	}

@@ -153,6 +153,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	vopts := voiceOptions(cfg)
 	vopts.Brain, vopts.Logger = agentBrain{h.agent}, log.With("component", "voice")
 	vopts.OnTurn = func(r voice.TurnRecord) { vm.turn(reg, r) }
+	vopts.VoiceOf = func(id string) string { // a person's choice for the device (PATCH voice)
+		if d, err := reg.Device(id); err == nil {
+			return d.Voice
+		}
+		return ""
+	}
 	h.voice = voice.New(vopts)
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),

@@ -32,6 +32,8 @@ type providers struct {
 	heardMs  int    // length of the audio the recognizer received
 	system   string // the model's system prompt
 	spoken   []string
+	voices   []string
+	seconds  int // of speech per synthesis (default 1)
 }
 
 const answer = "好的，客厅的灯已经打开了。"
@@ -92,14 +94,16 @@ func (p *providers) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	case "/v1/audio/speech":
-		var req struct{ Input, ResponseFormat string }
+		var req struct{ Input, Voice string }
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		p.mu.Lock()
 		p.spoken = append(p.spoken, req.Input)
+		p.voices = append(p.voices, req.Voice)
 		p.mu.Unlock()
 		w.Header().Set("Content-Type", "audio/pcm")
-		b := make([]byte, 2*24000) // one second of a 300 Hz tone at 24 kHz
-		for i := range 24000 {
+		n := 24000 * max(p.seconds, 1) // seconds of a 300 Hz tone at 24 kHz
+		b := make([]byte, 2*n)
+		for i := range n {
 			binary.LittleEndian.PutUint16(b[2*i:], uint16(int16(6000*math.Sin(2*math.Pi*300*float64(i)/24000))))
 		}
 		_, _ = w.Write(b)
@@ -159,7 +163,8 @@ func TestTalkOverWebSocket(t *testing.T) {
 	_, _ = h.call("PATCH", "/api/devices/"+lampID, map[string]any{"name": "客厅的灯", "room": "客厅"})
 
 	c := h.rawDevice(talkerID)
-	if st, _ := h.call("PATCH", "/api/devices/"+talkerID, map[string]any{"name": "书房小智"}); st != 200 {
+	// A person gives this device a voice of its own.
+	if st, _ := h.call("PATCH", "/api/devices/"+talkerID, map[string]any{"name": "书房小智", "voice": "zf_xiaobei"}); st != 200 {
 		t.Fatal(st)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -224,8 +229,8 @@ func TestTalkOverWebSocket(t *testing.T) {
 	if !strings.Contains(p.system, "speaking aloud to the device 书房小智") {
 		t.Fatalf("the model was not told which device it speaks through:\n%s", p.system)
 	}
-	if strings.Join(p.spoken, "|") != answer {
-		t.Fatalf("synthesised %q", p.spoken)
+	if strings.Join(p.spoken, "|") != answer || strings.Join(p.voices, "|") != "zf_xiaobei" {
+		t.Fatalf("synthesised %q in voices %q", p.spoken, p.voices)
 	}
 	h.waitEvent(talkerID, "outcome:ok")
 }
@@ -302,4 +307,56 @@ func TestTalkOverMQTT(t *testing.T) {
 	if _, got := h.call("GET", "/api/devices/"+talkerID, nil); got["online"] != true {
 		t.Fatalf("the MQTT device after its conversation: %v", got)
 	}
+}
+
+// The button during an answer (abort): the answer stops at once, with tts
+// stop, and no audio follows it.
+func TestAbortMidAnswer(t *testing.T) {
+	const lampID, talkerID = "aa:00:00:00:7a:21", "aa:00:00:00:7a:22"
+	p := newProviders(t, catalog.Name(lampID, "self.lamp.turn_on"))
+	p.seconds = 20
+	h := talkingHub(t, p, nil)
+	h.device(sim.Config{DeviceID: lampID, Lamp: true})
+	h.readyTools(lampID)
+	c := h.rawDevice(talkerID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	send(t, c, `{"session_id":"s","type":"listen","state":"start","mode":"manual"}`)
+	for _, f := range speech(t) {
+		if err := c.Write(ctx, websocket.MessageBinary, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(t, c, `{"session_id":"s","type":"listen","state":"stop"}`)
+	frames, stopped := 0, false
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if typ == websocket.MessageBinary {
+			if stopped {
+				t.Fatal("audio after tts stop")
+			}
+			frames++
+			if frames == 10 {
+				send(t, c, `{"session_id":"s","type":"abort"}`)
+			}
+			continue
+		}
+		if strings.Contains(string(data), `"state":"stop"`) {
+			if frames >= 20*17 {
+				t.Fatalf("tts stop only after all %d frames: the abort did not stop the answer", frames)
+			}
+			stopped = true
+			break
+		}
+	}
+	// Nothing more arrives: read briefly for stray audio.
+	rctx, rcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer rcancel()
+	if typ, _, err := c.Read(rctx); err == nil && typ == websocket.MessageBinary {
+		t.Fatal("audio after tts stop")
+	}
+	h.waitEvent(talkerID, "outcome:aborted")
 }
