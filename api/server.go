@@ -148,7 +148,7 @@ func (s *Server) apiRoutes() []route {
 	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes()} {
 		all = append(all, rs...)
 	}
-	return all
+	return append(all, route{"/api/openapi.json", []methodHandler{{"GET", s.serveOpenAPI}}})
 }
 
 // Register mounts the API on mux: "/api/" and "/mcp" (behind
@@ -192,7 +192,7 @@ func handle(mux *http.ServeMux, rt route) {
 
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	writeErrorStatus(w, http.StatusNotFound, hub.ENOTFOUND,
-		"no such endpoint: "+r.Method+" "+r.URL.Path+" (the API serves /api/devices, /api/calls, /api/events, /api/activations and /api/agent)")
+		"no such endpoint: "+r.Method+" "+r.URL.Path+" (the API serves /api/devices, /api/calls, /api/events, /api/activations and /api/agent; GET /api/openapi.json describes every route)")
 }
 
 // fail writes err as an error response, logging internal errors with the

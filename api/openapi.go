@@ -1,0 +1,137 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// The OpenAPI 3.1 description of the API, served at GET /api/openapi.json
+// (behind the token, like every /api route: it reveals no secret, but the
+// rule has no exceptions). Each operation is described once, here, by its
+// method and pattern; TestOpenAPIDescribesEveryRoute fails when a route
+// is registered without a description or a description has no route.
+
+type op struct {
+	summary string
+	query   []param
+	body    string // example request body (JSON), "" for none
+	answer  string // what a 2xx answer holds, in words
+	status  string // the success status (default "200")
+	stream  bool   // text/event-stream
+}
+
+type param struct{ name, schema, desc string }
+
+var limitParam = param{"limit", "integer", "how many to return at most"}
+
+// operations is keyed by "METHOD /pattern", as the routes are registered.
+var operations = map[string]op{
+	"GET /api/devices": {summary: "List devices with their online state, tool and thing counts",
+		query: []param{{"online", "boolean", "only online (true) or offline (false) devices"}, {"room", "string", "only devices in this room"}, {"q", "string", "ranked search over names, rooms, aliases, tools and things"}},
+		answer: `{"devices":[Device…]}`},
+	"GET /api/devices/{id}":    {summary: "One device", answer: "Device"},
+	"PATCH /api/devices/{id}":  {summary: "Name a device, put it in a room, give it aliases or a voice", body: `{"name":"Desk lamp","room":"Study","aliases":["lamp"],"voice":"nova"}`, answer: "the updated Device"},
+	"DELETE /api/devices/{id}": {summary: "Forget a device with its tools, calls and events; revokes its tokens", status: "204", answer: "nothing"},
+	"GET /api/devices/{id}/tools": {summary: "The device's cached MCP tools (stale: true while being re-listed)",
+		query: []param{{"audience", "string", "agent: leave out user-only tools"}}, answer: `{"tools":[…],"stale":bool}`},
+	"GET /api/devices/{id}/iot":           {summary: "The device's legacy IoT things with their last state", answer: `{"things":[…]}`},
+	"POST /api/devices/{id}/iot/commands": {summary: "Send IoT commands (not acknowledged by legacy firmware)", body: `{"commands":[{"name":"Lamp","method":"TurnOn","parameters":{}}]}`, status: "202", answer: `{"sent":n,"note":"…"}`},
+	"POST /api/devices/{id}/tools/{tool}/call": {summary: "Call a device tool; arguments are checked against its inputSchema first",
+		body: `{"arguments":{"volume":40},"timeoutMs":30000}`, answer: `{"result":{…MCP CallToolResult},"isError":bool,"durationMs":…}`},
+	"GET /api/devices/{id}/events": {summary: "The device's recent events", query: []param{limitParam}, answer: `{"events":[Event…]}`},
+	"GET /api/calls": {summary: "Call history, newest first",
+		query: []param{{"device", "string", "one device's calls"}, limitParam}, answer: `{"calls":[CallRecord…]}`},
+	"GET /api/events": {summary: "Server-Sent Events of every device event (online, offline, tools_changed, call_finished, …)",
+		query: []param{{"device", "string", "one device's events"}}, stream: true, answer: "event: <type>\\ndata: Event"},
+	"GET /api/activations":                 {summary: "Activation codes waiting for a person, oldest first", answer: `{"activations":[…],"policy":"activation|token|open"}`},
+	"POST /api/activations/{code}/approve": {summary: "Approve the device showing this code, and label it", body: `{"name":"Kitchen speaker","room":"kitchen"}`, answer: `{"activation":{…},"trust":{…}}`},
+	"GET /api/devices/{id}/trust":          {summary: "Approval, bound identity, revocation, MQTT choice and last OTA check of a device", answer: "Trust with admitted"},
+	"DELETE /api/devices/{id}/token":       {summary: "Revoke the device's tokens (and MQTT login); its connection closes", answer: `{"deviceId","revoked"}`},
+	"POST /api/devices/{id}/token/revoke":  {summary: "The same as DELETE /api/devices/{id}/token", answer: `{"deviceId","revoked"}`},
+	"POST /api/devices/{id}/rebind":        {summary: "Bind a re-flashed device to its new Client-Id", body: `{"clientId":"…","serialNumber":"…"}`, answer: `{"deviceId","clientId","serialNumber"}`},
+	"PUT /api/devices/{id}/transport":      {summary: "Keep a device on WebSocket when the hub offers MQTT, or follow the hub (from its next boot)", body: `{"transport":"websocket"}`, answer: `{"deviceId","transport"}`},
+	"POST /api/agent/chat": {summary: "Ask the built-in agent; Server-Sent Events of its steps (tool_call, tool_result, text, done, error)",
+		body: `{"message":"打开客厅的灯","session":"…"}`, stream: true, answer: "event: <type>\\ndata: agent Event"},
+	"GET /api/agent/runs":     {summary: "Recent agent runs with their tool calls, durations and outcome", query: []param{limitParam}, answer: `{"runs":[…]}`},
+	"GET /api/openapi.json":   {summary: "This document", answer: "OpenAPI 3.1"},
+	"GET /healthz":            {summary: "Liveness and the store's health (no token)", answer: `{"status":"ok"}`},
+	"GET /metrics":            {summary: "Prometheus metrics (no token; no device ids)", answer: "Prometheus text format"},
+	"POST /mcp":               {summary: "The MCP server for outside agents (Streamable HTTP)", answer: "JSON-RPC"},
+	"GET /mcp":                {summary: "The MCP server's stream of notifications", stream: true, answer: "Server-Sent Events"},
+	"DELETE /mcp":             {summary: "End an MCP session (Mcp-Session-Id)", answer: "nothing"},
+	"GET /xiaozhi/v1/":        {summary: "The device endpoint (WebSocket; Device-Id, Client-Id, Protocol-Version, Authorization headers)", status: "101", answer: "the device protocol (docs/protocol.md)"},
+	"POST /xiaozhi/ota/":      {summary: "The OTA check devices make at boot (no token)", answer: "server time, websocket (and mqtt) settings, activation code, firmware offer"},
+	"POST /xiaozhi/ota/activate": {summary: "A device polls for its approval (no token)", answer: "200 approved, 202 pending"},
+}
+
+var pathParam = regexp.MustCompile(`\{([a-z]+)\$?\}`)
+
+// openAPI builds the document; it is the same for every request.
+var openAPI = sync.OnceValue(func() []byte {
+	errorResp := map[string]any{"description": "an error: a status from the API's one table and {\"error\":{\"code\",\"message\"}} saying what to do",
+		"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}}
+	paths := map[string]map[string]any{}
+	for key, o := range operations {
+		method, pattern, _ := strings.Cut(key, " ")
+		path := strings.ReplaceAll(pattern, "{$}", "")
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		for _, q := range o.query {
+			params = append(params, map[string]any{"name": q.name, "in": "query", "description": q.desc, "schema": map[string]any{"type": q.schema}})
+		}
+		status := o.status
+		if status == "" {
+			status = "200"
+		}
+		ctype := "application/json"
+		if o.stream {
+			ctype = "text/event-stream"
+		}
+		ok := map[string]any{"description": o.answer}
+		if status != "204" && status != "101" {
+			ok["content"] = map[string]any{ctype: map[string]any{}}
+		}
+		operation := map[string]any{"summary": o.summary, "responses": map[string]any{status: ok, "default": errorResp}}
+		if len(params) > 0 {
+			operation["parameters"] = params
+		}
+		if o.body != "" {
+			var example any
+			_ = json.Unmarshal([]byte(o.body), &example)
+			operation["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"example": example}}}
+		}
+		if strings.HasPrefix(path, "/api/") || path == "/mcp" {
+			operation["security"] = []any{map[string]any{"bearer": []any{}}}
+		} else {
+			operation["security"] = []any{}
+		}
+		if paths[path] == nil {
+			paths[path] = map[string]any{}
+		}
+		paths[path][strings.ToLower(method)] = operation
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "xiaozhi-hub", "version": "1",
+			"description": "Control xiaozhi-esp32 voice devices: their cached MCP tools and IoT things, calls, events, trust, the built-in agent. Every /api route and /mcp need the admin token (Authorization: Bearer …)."},
+		"paths": paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+			"schemas": map[string]any{"Error": map[string]any{"type": "object", "required": []any{"error"},
+				"properties": map[string]any{"error": map[string]any{"type": "object", "required": []any{"code", "message"},
+					"properties": map[string]any{"code": map[string]any{"type": "string"}, "message": map[string]any{"type": "string"}}}}}},
+		},
+	}
+	b, _ := json.MarshalIndent(doc, "", " ")
+	return b
+})
+
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPI())
+}
