@@ -30,7 +30,7 @@ var limitParam = param{"limit", "integer", "how many to return at most"}
 // operations is keyed by "METHOD /pattern", as the routes are registered.
 var operations = map[string]op{
 	"GET /api/devices": {summary: "List devices with their online state, tool and thing counts",
-		query: []param{{"online", "boolean", "only online (true) or offline (false) devices"}, {"room", "string", "only devices in this room"}, {"q", "string", "ranked search over names, rooms, aliases, tools and things"}},
+		query:  []param{{"online", "boolean", "only online (true) or offline (false) devices"}, {"room", "string", "only devices in this room"}, {"q", "string", "ranked search over names, rooms, aliases, tools and things"}},
 		answer: `{"devices":[Device…]}`},
 	"GET /api/devices/{id}":    {summary: "One device", answer: "Device"},
 	"PATCH /api/devices/{id}":  {summary: "Name a device, put it in a room, give it aliases or a voice", body: `{"name":"Desk lamp","room":"Study","aliases":["lamp"],"voice":"nova"}`, answer: "the updated Device"},
@@ -55,15 +55,15 @@ var operations = map[string]op{
 	"PUT /api/devices/{id}/transport":      {summary: "Keep a device on WebSocket when the hub offers MQTT, or follow the hub (from its next boot)", body: `{"transport":"websocket"}`, answer: `{"deviceId","transport"}`},
 	"POST /api/agent/chat": {summary: "Ask the built-in agent; Server-Sent Events of its steps (tool_call, tool_result, text, done, error)",
 		body: `{"message":"打开客厅的灯","session":"…"}`, stream: true, answer: "event: <type>\\ndata: agent Event"},
-	"GET /api/agent/runs":     {summary: "Recent agent runs with their tool calls, durations and outcome", query: []param{limitParam}, answer: `{"runs":[…]}`},
-	"GET /api/openapi.json":   {summary: "This document", answer: "OpenAPI 3.1"},
-	"GET /healthz":            {summary: "Liveness and the store's health (no token)", answer: `{"status":"ok"}`},
-	"GET /metrics":            {summary: "Prometheus metrics (no token; no device ids)", answer: "Prometheus text format"},
-	"POST /mcp":               {summary: "The MCP server for outside agents (Streamable HTTP)", answer: "JSON-RPC"},
-	"GET /mcp":                {summary: "The MCP server's stream of notifications", stream: true, answer: "Server-Sent Events"},
-	"DELETE /mcp":             {summary: "End an MCP session (Mcp-Session-Id)", answer: "nothing"},
-	"GET /xiaozhi/v1/":        {summary: "The device endpoint (WebSocket; Device-Id, Client-Id, Protocol-Version, Authorization headers)", status: "101", answer: "the device protocol (docs/protocol.md)"},
-	"POST /xiaozhi/ota/":      {summary: "The OTA check devices make at boot (no token)", answer: "server time, websocket (and mqtt) settings, activation code, firmware offer"},
+	"GET /api/agent/runs":        {summary: "Recent agent runs with their tool calls, durations and outcome", query: []param{limitParam}, answer: `{"runs":[…]}`},
+	"GET /api/openapi.json":      {summary: "This document", answer: "OpenAPI 3.1"},
+	"GET /healthz":               {summary: "Liveness and the store's health (no token)", answer: `{"status":"ok"}`},
+	"GET /metrics":               {summary: "Prometheus metrics (no token; no device ids)", answer: "Prometheus text format"},
+	"POST /mcp":                  {summary: "The MCP server for outside agents (Streamable HTTP)", answer: "JSON-RPC"},
+	"GET /mcp":                   {summary: "The MCP server's stream of notifications", stream: true, answer: "Server-Sent Events"},
+	"DELETE /mcp":                {summary: "End an MCP session (Mcp-Session-Id)", answer: "nothing"},
+	"GET /xiaozhi/v1/":           {summary: "The device endpoint (WebSocket; Device-Id, Client-Id, Protocol-Version, Authorization headers)", status: "101", answer: "the device protocol (docs/protocol.md)"},
+	"POST /xiaozhi/ota/":         {summary: "The OTA check devices make at boot (no token)", answer: "server time, websocket (and mqtt) settings, activation code, firmware offer"},
 	"POST /xiaozhi/ota/activate": {summary: "A device polls for its approval (no token)", answer: "200 approved, 202 pending"},
 }
 
