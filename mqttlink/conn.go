@@ -42,12 +42,18 @@ func newConn(l *Link, deviceID string) *conn {
 	return &conn{l: l, deviceID: deviceID, in: make(chan []byte, l.opts.QueueLen), done: make(chan struct{})}
 }
 
-func (c *conn) deliver(payload []byte) {
+// touch counts an MQTT message as activity of the open conversation: the
+// device says nothing over UDP while it listens to the hub.
+func (c *conn) touch() {
 	c.mu.Lock()
 	if c.audio != nil {
-		c.audio.Touch() // the device says nothing over UDP while it listens to the hub
+		c.audio.Touch()
 	}
 	c.mu.Unlock()
+}
+
+func (c *conn) deliver(payload []byte) {
+	c.touch()
 	select {
 	case c.in <- payload:
 	case <-c.done:

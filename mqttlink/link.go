@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/session"
@@ -60,8 +61,9 @@ type Link struct {
 	opts Options
 	log  *slog.Logger
 
-	mu    sync.Mutex
-	conns map[string]*conn
+	mu      sync.Mutex
+	conns   map[string]*conn
+	dropped atomic.Uint64 // Offer
 }
 
 // New returns a Link; it starts nothing.
@@ -112,6 +114,30 @@ func (l *Link) Message(deviceID string, payload []byte) {
 	}
 	c.deliver(payload)
 }
+
+// Offer is Message without the wait: when the device's session is
+// QueueLen messages behind, the message is dropped (counted) and Offer
+// reports false. For a bus that carries every device on one connection
+// (an external broker), where one slow session must not hold up the rest.
+func (l *Link) Offer(deviceID string, payload []byte) bool {
+	l.mu.Lock()
+	c := l.conns[deviceID]
+	l.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.touch()
+	select {
+	case c.in <- payload:
+		return true
+	default:
+		l.dropped.Add(1)
+		return false
+	}
+}
+
+// Dropped is how many messages Offer dropped.
+func (l *Link) Dropped() uint64 { return l.dropped.Load() }
 
 // Disconnected ends the session of a device whose MQTT connection ended,
 // for reason (in words, for the offline event). Calls in flight to the

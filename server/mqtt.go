@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/mqttbroker"
 	"github.com/xiaozhi-hub/hub/mqttlink"
+	"github.com/xiaozhi-hub/hub/mqttremote"
 	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/udpaudio"
@@ -23,13 +25,15 @@ import (
 // the UDP audio server, and the link that turns their devices into
 // sessions of the device endpoint. Devices on it stay online while idle.
 type mqttSide struct {
-	trust  *ota.Service // set by wire, before start
-	broker *mqttbroker.Broker
-	audio  *udpaudio.Server
-	link   *mqttlink.Link
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once // stop
+	trust      *ota.Service       // set by wire, before start
+	broker     *mqttbroker.Broker // the embedded broker, or nil
+	remote     *mqttremote.Client // the external broker's client, or nil
+	authSecret string             // what the external broker sends to POST /mqtt/auth
+	audio      *udpaudio.Server
+	link       *mqttlink.Link
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	once       sync.Once // stop
 }
 
 // bindMQTT binds the broker and the UDP socket; wire connects them to the
@@ -37,6 +41,9 @@ type mqttSide struct {
 // endpoint exist, and start serves them.
 func (h *Hub) bindMQTT(a mqttAddrs) (*mqttSide, error) {
 	log := h.log.With("component", "mqtt")
+	if a.broker != nil {
+		return h.bindRemote(a, log)
+	}
 	var tlsCfg *tls.Config
 	if a.tls {
 		cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKeyPEM)
@@ -103,9 +110,13 @@ func (h *Hub) wireMQTT(m *mqttSide, a mqttAddrs, trust *ota.Service) error {
 	if a.udpHost == "" || udpPort == 0 {
 		udpPort = int(m.audio.Addr().Port())
 	}
+	var bus mqttlink.Bus = m.broker
+	if m.remote != nil {
+		bus = m.remote
+	}
 	var err error
 	m.link, err = mqttlink.New(mqttlink.Options{
-		Bus: m.broker, Sessions: h.devices, Audio: m.audio, UDPHost: a.udpHost, UDPPort: udpPort,
+		Bus: bus, Sessions: h.devices, Audio: m.audio, UDPHost: a.udpHost, UDPPort: udpPort,
 		Logger: h.log.With("component", "mqtt"),
 	})
 	if err != nil {
@@ -120,7 +131,14 @@ func (m *mqttSide) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	m.wg.Add(2)
-	go func() { defer m.wg.Done(); _ = m.broker.Run(ctx) }()
+	go func() {
+		defer m.wg.Done()
+		if m.remote != nil {
+			_ = m.remote.Run(ctx)
+		} else {
+			_ = m.broker.Run(ctx)
+		}
+	}()
 	go func() { defer m.wg.Done(); _ = m.audio.Run(ctx) }()
 }
 
@@ -196,9 +214,16 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	b := c.m.broker.Stats()
-	for reason, n := range map[string]uint64{"oversized": b.Oversized, "not_json": b.NotJSON, "refused": b.Refused,
-		"over_connection_limit": b.OverLimit, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited} {
+	var drops map[string]uint64
+	if c.m.remote != nil {
+		r := c.m.remote.Stats()
+		drops = map[string]uint64{"oversized": r.Oversized, "not_json": r.NotJSON, "foreign_topic": r.Foreign}
+	} else {
+		b := c.m.broker.Stats()
+		drops = map[string]uint64{"oversized": b.Oversized, "not_json": b.NotJSON, "refused": b.Refused,
+			"over_connection_limit": b.OverLimit, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
+	}
+	for reason, n := range drops {
 		ch <- prometheus.MustNewConstMetric(mqttDroppedDesc, prometheus.CounterValue, float64(n), reason)
 	}
 	u := c.m.audio.Stats()
@@ -215,4 +240,44 @@ func hostOf(addr string) string {
 		return host
 	}
 	return addr
+}
+
+// bindRemote prepares the client of an external broker and binds the UDP
+// socket; the broker asks the hub about logins at POST /mqtt/auth.
+func (h *Hub) bindRemote(a mqttAddrs, log *slog.Logger) (*mqttSide, error) {
+	side := &mqttSide{}
+	c, err := mqttremote.New(mqttremote.Config{URL: a.broker, Logger: log,
+		OnConnect: func(d mqttremote.Device) {
+			id, err := protocol.ParseMQTTLogin(d.ClientID, d.DeviceID, "")
+			if err != nil {
+				id = protocol.Identity{DeviceID: d.DeviceID, ProtocolVersion: 3}
+			}
+			side.link.Connected(id, "mqtt "+d.Remote, "")
+		},
+		// One connection carries every device: a session that is behind
+		// loses the message rather than holding up the others.
+		OnMessage:    func(id string, p []byte) { side.link.Offer(id, p) },
+		OnDisconnect: func(id, reason string) { side.link.Disconnected(id, reason) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	side.remote, side.authSecret = c, a.brokerSecret
+	audio, err := udpaudio.Listen(a.udpListen, udpaudio.Config{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("udp-listen %s: %w", a.udpListen, err)
+	}
+	side.audio = audio
+	return side, nil
+}
+
+// mqttAuth is the external broker's authenticator (POST /mqtt/auth).
+func (h *Hub) mqttAuth() http.Handler {
+	return mqttremote.AuthHandler(h.mqtt.authSecret, func(ctx context.Context, clientID, username, password, remote string) error {
+		_, err := h.mqtt.trust.AuthorizeMQTT(ctx, clientID, username, password, remote)
+		if err != nil {
+			h.mqttRefused(h.log.With("component", "mqtt"), mqttbroker.Refusal{ClientID: clientID, Username: username, Remote: remote, Reason: hub.ErrorMessage(err)})
+		}
+		return err
+	}, h.log.With("component", "mqtt"))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -18,10 +19,18 @@ type mqttAddrs struct {
 	udpPort            int    // 0: udp-listen's port once bound
 	tls                bool
 	tlsCert, tlsKeyPEM string
+	broker             *url.URL // mqtt-broker: an external broker instead of the embedded one
+	brokerSecret       string
 }
 
 // mqttSettings resolves the MQTT settings; ok is false when MQTT is off.
 func (c Config) mqttSettings() (a mqttAddrs, ok bool, err error) {
+	if c.MQTTBroker != "" {
+		return c.externalBroker()
+	}
+	if c.MQTTBrokerSecret != "" {
+		return a, false, errors.New("mqtt-broker-secret needs mqtt-broker")
+	}
 	if c.MQTTListen == "" {
 		if c.UDPListen != "" || c.MQTTPublic != "" || c.UDPPublic != "" || c.MQTTTLSCert != "" {
 			return a, false, errors.New("udp-listen, mqtt-public, udp-public and mqtt-tls-cert need mqtt-listen")
@@ -93,4 +102,36 @@ func publicHostPort(key, addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("%s: %q must name an IPv4 address or DNS name devices can reach, with a port (the firmware cannot use IPv6 literals)", key, addr)
 	}
 	return host, port, nil
+}
+
+// externalBroker resolves the settings of an external broker (EMQX): the
+// hub cannot learn the broker's or its own public addresses from it, so
+// mqtt-public and udp-public are required.
+func (c Config) externalBroker() (a mqttAddrs, ok bool, err error) {
+	u, err := url.Parse(c.MQTTBroker)
+	if err != nil || u.Host == "" || (u.Scheme != "mqtt" && u.Scheme != "tls") {
+		return a, true, fmt.Errorf("mqtt-broker: %q must be mqtt://user:password@host:1883 or tls://…", c.MQTTBroker)
+	}
+	if c.MQTTListen != "" || c.MQTTTLSCert != "" {
+		return a, true, errors.New("mqtt-broker and mqtt-listen (or mqtt-tls-cert) exclude each other: the hub uses an external broker or runs its own")
+	}
+	if len(c.MQTTBrokerSecret) < 16 {
+		return a, true, errors.New("mqtt-broker-secret: at least 16 characters; the broker sends it when it asks the hub to check a device's login (docs/emqx.md)")
+	}
+	if c.MQTTPublic == "" || c.UDPPublic == "" {
+		return a, true, errors.New("mqtt-broker needs mqtt-public (the broker's host:port as devices dial it) and udp-public (this hub's UDP audio address)")
+	}
+	a.broker, a.brokerSecret = u, c.MQTTBrokerSecret
+	if a.publicHost, a.publicPort, err = publicHostPort("mqtt-public", c.MQTTPublic); err != nil {
+		return a, true, err
+	}
+	if a.udpHost, a.udpPort, err = publicHostPort("udp-public", c.UDPPublic); err != nil {
+		return a, true, err
+	}
+	a.udpListen = c.UDPListen
+	if a.udpListen == "" {
+		a.udpListen = ":" + strconv.Itoa(a.udpPort)
+	}
+	a.tls = a.publicPort == 8883
+	return a, true, nil
 }

@@ -212,6 +212,10 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /xiaozhi/v1/", h.devices)
 	trust.Register(mux)
+	if h.mqtt != nil && h.mqtt.remote != nil {
+		// The external broker checks device logins here (its own secret, not the admin token).
+		mux.Handle("POST /mqtt/auth", h.mqttAuth())
+	}
 	ready := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -254,6 +258,9 @@ func (h *Hub) MQTTAddr() string {
 	if h.mqtt == nil {
 		return ""
 	}
+	if h.mqtt.broker == nil {
+		return ""
+	}
 	return h.mqtt.broker.Addr()
 }
 
@@ -273,7 +280,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	h.log.Info("hub listening", "addr", h.ln.Addr().String(), "ota", h.OTAURL(), "devices", h.DeviceURL(),
 		"deviceAuth", h.cfg.DeviceAuth, "api", h.URL()+"/api/devices")
 	if h.mqtt != nil {
-		h.log.Info("MQTT+UDP transport listening", "mqtt", h.mqtt.broker.Addr(), "udp", h.mqtt.audio.Addr().String())
+		h.log.Info("MQTT+UDP transport listening", "mqtt", h.MQTTAddr(), "broker", h.cfg.MQTTBroker != "", "udp", h.mqtt.audio.Addr().String())
 	}
 	select {
 	case err := <-errc:
