@@ -98,6 +98,19 @@ func (r openAIRecognizer) Start(ctx context.Context, language string) (voice.Rec
 	return u, nil
 }
 
+// streamRecognizer adapts the WebSocket recognizers (FunASR, DashScope).
+type streamRecognizer struct {
+	start func(ctx context.Context, language string) (*asr.Stream, error)
+}
+
+func (r streamRecognizer) Start(ctx context.Context, language string) (voice.Recognition, error) {
+	s, err := r.start(ctx, language)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 type openAISynthesizer struct{ o *tts.OpenAI }
 
 func (s openAISynthesizer) Synthesize(ctx context.Context, text, v string) (voice.Speech, error) {
@@ -112,8 +125,13 @@ func (s openAISynthesizer) Synthesize(ctx context.Context, text, v string) (voic
 func voiceOptions(cfg Config) voice.Options {
 	o := voice.Options{Codec: opusCodec{}, NewVAD: func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
 		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice}
-	if cfg.ASRProvider == "openai" {
+	switch cfg.ASRProvider {
+	case "openai":
 		o.Recognizer = openAIRecognizer{&asr.OpenAI{BaseURL: cfg.ASRBaseURL, APIKey: cfg.ASRAPIKey, Model: cfg.ASRModel, Language: cfg.ASRLanguage}}
+	case "funasr":
+		o.Recognizer = streamRecognizer{(&asr.FunASR{URL: cfg.ASRBaseURL}).Start}
+	case "dashscope":
+		o.Recognizer = streamRecognizer{(&asr.DashScope{URL: cfg.ASRBaseURL, APIKey: cfg.ASRAPIKey, Model: cfg.ASRModel, Language: cfg.ASRLanguage}).Start}
 	}
 	if cfg.TTSProvider == "openai" {
 		o.Synthesizer = openAISynthesizer{&tts.OpenAI{BaseURL: cfg.TTSBaseURL, APIKey: cfg.TTSAPIKey, Model: cfg.TTSModel, Voice: cfg.TTSVoice, SampleRate: cfg.TTSSampleRate}}

@@ -8,24 +8,43 @@ import (
 // validateVoice checks the speech provider settings.
 func (c Config) validateVoice() []error {
 	var errs []error
-	for _, p := range []struct{ key, provider, base string }{
-		{"asr", c.ASRProvider, c.ASRBaseURL}, {"tts", c.TTSProvider, c.TTSBaseURL},
-	} {
-		switch p.provider {
-		case "", "openai":
-		default:
-			errs = append(errs, fmt.Errorf("%s-provider: %q is not supported; use openai (any OpenAI-compatible API, local ones included)", p.key, p.provider))
+	switch c.ASRProvider {
+	case "", "openai":
+		errs = append(errs, checkBase("asr-base-url", c.ASRBaseURL, "http", "https")...)
+	case "funasr":
+		if c.ASRBaseURL == "" {
+			errs = append(errs, fmt.Errorf("asr-provider funasr needs asr-base-url, the FunASR server's ws://host:10095"))
 		}
-		if p.base != "" {
-			if u, err := url.Parse(p.base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				errs = append(errs, fmt.Errorf("%s-base-url: %q is not an http(s) URL such as http://localhost:8000/v1", p.key, p.base))
-			}
+		errs = append(errs, checkBase("asr-base-url", c.ASRBaseURL, "ws", "wss")...)
+	case "dashscope":
+		if c.ASRAPIKey == "" {
+			errs = append(errs, fmt.Errorf("asr-provider dashscope needs asr-api-key (or DASHSCOPE_API_KEY)"))
 		}
+		errs = append(errs, checkBase("asr-base-url", c.ASRBaseURL, "ws", "wss")...)
+	default:
+		errs = append(errs, fmt.Errorf("asr-provider: %q is not openai, funasr or dashscope", c.ASRProvider))
+	}
+	switch c.TTSProvider {
+	case "", "openai":
+		errs = append(errs, checkBase("tts-base-url", c.TTSBaseURL, "http", "https")...)
+	default:
+		errs = append(errs, fmt.Errorf("tts-provider: %q is not supported; use openai (any OpenAI-compatible API, local ones included)", c.TTSProvider))
 	}
 	if c.TTSSampleRate < 8000 || c.TTSSampleRate > 48000 {
 		errs = append(errs, fmt.Errorf("tts-sample-rate: %d is outside 8000..48000", c.TTSSampleRate))
 	}
 	return errs
+}
+
+func checkBase(key, base string, schemes ...string) []error {
+	if base == "" {
+		return nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || (u.Scheme != schemes[0] && u.Scheme != schemes[1]) {
+		return []error{fmt.Errorf("%s: %q is not a %s:// or %s:// URL", key, base, schemes[0], schemes[1])}
+	}
+	return nil
 }
 
 // resolveVoice fills the API keys of OpenAI providers left empty from
@@ -34,6 +53,9 @@ func (c *Config) resolveVoice(getenv func(string) string) {
 	key := getenv("OPENAI_API_KEY")
 	if c.ASRProvider == "openai" && c.ASRAPIKey == "" && c.ASRBaseURL == "" {
 		c.ASRAPIKey = key
+	}
+	if c.ASRProvider == "dashscope" && c.ASRAPIKey == "" {
+		c.ASRAPIKey = getenv("DASHSCOPE_API_KEY")
 	}
 	if c.TTSProvider == "openai" && c.TTSAPIKey == "" && c.TTSBaseURL == "" {
 		c.TTSAPIKey = key
