@@ -121,6 +121,16 @@ func (s openAISynthesizer) Synthesize(ctx context.Context, text, v string) (voic
 	return st, nil
 }
 
+type dashScopeSynthesizer struct{ d *tts.DashScope }
+
+func (s dashScopeSynthesizer) Synthesize(ctx context.Context, text, v string) (voice.Speech, error) {
+	st, err := s.d.Synthesize(ctx, text, v)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // voiceOptions builds the voice engine's providers from the settings.
 func voiceOptions(cfg Config) voice.Options {
 	o := voice.Options{Codec: opusCodec{}, NewVAD: func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
@@ -133,8 +143,11 @@ func voiceOptions(cfg Config) voice.Options {
 	case "dashscope":
 		o.Recognizer = streamRecognizer{(&asr.DashScope{URL: cfg.ASRBaseURL, APIKey: cfg.ASRAPIKey, Model: cfg.ASRModel, Language: cfg.ASRLanguage}).Start}
 	}
-	if cfg.TTSProvider == "openai" {
+	switch cfg.TTSProvider {
+	case "openai":
 		o.Synthesizer = openAISynthesizer{&tts.OpenAI{BaseURL: cfg.TTSBaseURL, APIKey: cfg.TTSAPIKey, Model: cfg.TTSModel, Voice: cfg.TTSVoice, SampleRate: cfg.TTSSampleRate}}
+	case "dashscope":
+		o.Synthesizer = dashScopeSynthesizer{&tts.DashScope{URL: cfg.TTSBaseURL, APIKey: cfg.TTSAPIKey, Model: cfg.TTSModel, Voice: cfg.TTSVoice, SampleRate: cfg.TTSSampleRate}}
 	}
 	return o
 }

@@ -27,8 +27,13 @@ func (c Config) validateVoice() []error {
 	switch c.TTSProvider {
 	case "", "openai":
 		errs = append(errs, checkBase("tts-base-url", c.TTSBaseURL, "http", "https")...)
+	case "dashscope":
+		if c.TTSAPIKey == "" {
+			errs = append(errs, fmt.Errorf("tts-provider dashscope needs tts-api-key (or DASHSCOPE_API_KEY)"))
+		}
+		errs = append(errs, checkBase("tts-base-url", c.TTSBaseURL, "ws", "wss")...)
 	default:
-		errs = append(errs, fmt.Errorf("tts-provider: %q is not supported; use openai (any OpenAI-compatible API, local ones included)", c.TTSProvider))
+		errs = append(errs, fmt.Errorf("tts-provider: %q is not openai or dashscope", c.TTSProvider))
 	}
 	if c.TTSSampleRate < 8000 || c.TTSSampleRate > 48000 {
 		errs = append(errs, fmt.Errorf("tts-sample-rate: %d is outside 8000..48000", c.TTSSampleRate))
@@ -56,6 +61,9 @@ func (c *Config) resolveVoice(getenv func(string) string) {
 	}
 	if c.ASRProvider == "dashscope" && c.ASRAPIKey == "" {
 		c.ASRAPIKey = getenv("DASHSCOPE_API_KEY")
+	}
+	if c.TTSProvider == "dashscope" && c.TTSAPIKey == "" {
+		c.TTSAPIKey = getenv("DASHSCOPE_API_KEY")
 	}
 	if c.TTSProvider == "openai" && c.TTSAPIKey == "" && c.TTSBaseURL == "" {
 		c.TTSAPIKey = key
