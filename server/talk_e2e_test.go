@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -359,4 +360,86 @@ func TestAbortMidAnswer(t *testing.T) {
 		t.Fatal("audio after tts stop")
 	}
 	h.waitEvent(talkerID, "outcome:aborted")
+}
+
+// spokenFrames is real speech ("打开客厅的灯", made by testdata/speech/make.sh
+// with espeak-ng) as the firmware sends it: Opus, 16 kHz, 60 ms frames,
+// followed by a second of silence; and the speech's length in ms.
+func spokenFrames(t *testing.T) ([][]byte, int) {
+	f, err := os.Open("testdata/speech/open-lamp.wav")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pcm, rate, err := wav.Decode(f, 1<<22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Resample to 16 kHz (linear: espeak's speech is band-limited).
+	n := len(pcm) * 16000 / rate
+	in16 := make([]int16, n)
+	for i := range in16 {
+		pos := float64(i) * float64(rate) / 16000
+		j := int(pos)
+		a, b := pcm[min(j, len(pcm)-1)], pcm[min(j+1, len(pcm)-1)]
+		in16[i] = int16(float64(a) + (float64(b)-float64(a))*(pos-float64(j)))
+	}
+	in16 = append(in16, make([]int16, 16000)...)
+	enc, _ := opus.NewEncoder(16000, 60)
+	var frames [][]byte
+	for i := 0; i+960 <= len(in16); i += 960 {
+		pkt, err := enc.Encode(in16[i : i+960])
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, pkt)
+	}
+	return frames, len(pcm) * 1000 / rate
+}
+
+// Auto mode with real speech: the device only says listen start and sends
+// its microphone; the hub's VAD finds where the sentence ends, and the turn
+// follows with no listen stop.
+func TestTalkAutoModeRealSpeech(t *testing.T) {
+	const lampID, talkerID = "aa:00:00:00:7a:31", "aa:00:00:00:7a:32"
+	p := newProviders(t, catalog.Name(lampID, "self.lamp.turn_on"))
+	h := talkingHub(t, p, nil)
+	lamp := h.device(sim.Config{DeviceID: lampID, Lamp: true})
+	h.readyTools(lampID)
+	c := h.rawDevice(talkerID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	frames, speechMs := spokenFrames(t)
+	send(t, c, `{"session_id":"s","type":"listen","state":"start","mode":"auto"}`)
+	for _, f := range frames {
+		if err := c.Write(ctx, websocket.MessageBinary, f); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // the device's pace, compressed; the session drops frames it cannot take
+	}
+	var texts []string
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("no answer to the spoken sentence: %v (got %v)", err, texts)
+		}
+		if typ == websocket.MessageText {
+			texts = append(texts, string(data))
+			if strings.Contains(string(data), `"state":"stop"`) {
+				break
+			}
+		}
+	}
+	if !strings.Contains(strings.Join(texts, ""), `{"type":"stt","text":"打开客厅的灯"}`) || !lamp.LampOn() {
+		t.Fatalf("the device received %v; lamp on %v", texts, lamp.LampOn())
+	}
+	p.mu.Lock()
+	heard := p.heardMs
+	p.mu.Unlock()
+	t.Logf("speech %d ms; the recognizer got %d ms", speechMs, heard)
+	// The utterance sent to recognition holds the speech (espeak's file has
+	// a little silence at each end), and not the whole second of silence after it.
+	if heard < speechMs*6/10 || heard > speechMs+900 {
+		t.Fatalf("the recognizer got %d ms of audio for %d ms of speech", heard, speechMs)
+	}
 }
