@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -551,5 +552,71 @@ func TestAutoModeEndsWhenAudioStops(t *testing.T) {
 	out.waitFor(t, `"state":"stop"`)
 	if s := summary(func() []string { m, _ := out.snapshot(); return m }()); s[0] != "stt 打开客厅的灯" {
 		t.Fatalf("turn: %v", s)
+	}
+}
+
+// Realtime mode: the microphone stays open while the device speaks, and a
+// person who talks over the answer interrupts it (tts stop at once) and is
+// heard and answered.
+func TestRealtimeBargeIn(t *testing.T) {
+	br := &brain{hold: make(chan struct{})}
+	var recs records
+	e := engine(t, Options{Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: br, OnTurn: recs.add,
+		NewVAD: func() VAD { return &levelVAD{} }})
+	out := newOutput()
+	c := e.Open("aa:00:00:00:00:08", "zh", down, out)
+	defer c.Close()
+	c.Listen("start", "realtime", "")
+	for range 3 {
+		c.Audio(speechFrame(500), 0)
+	}
+	for range 3 {
+		c.Audio(speechFrame(0), 0)
+	}
+	out.waitFor(t, "audio") // the first answer is being spoken (the model is held)
+	for range 3 {
+		c.Audio(speechFrame(500), 0) // the person talks over it
+	}
+	out.waitFor(t, `"state":"stop"`)
+	if r := recs.last(t); r.Outcome != "aborted" {
+		t.Fatalf("the interrupted turn: %+v", r)
+	}
+	close(br.hold) // the next answer is not held
+	for range 3 {
+		c.Audio(speechFrame(0), 0)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msgs, _ := out.snapshot()
+		if strings.Count(strings.Join(summary(msgs), "|"), "stt 打开客厅的灯") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the barge-in was not answered: %v", summary(msgs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A device that goes away mid-turn (its conversation closed) leaves
+// nothing running: the model, synthesis and pacing all end.
+func TestCloseMidTurnLeavesNothingRunning(t *testing.T) {
+	before := runtime.NumGoroutine()
+	br := &brain{hold: make(chan struct{})}
+	e := New(Options{Codec: pcmCodec{}, Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: br})
+	out := newOutput()
+	c := e.Open("aa:00:00:00:00:09", "zh", down, out)
+	c.Listen("start", "manual", "")
+	c.Audio(speechFrame(500), 0)
+	c.Listen("stop", "", "")
+	out.waitFor(t, "audio")
+	c.Close()
+	e.Close() // waits for every goroutine of the engine
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines left running, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
