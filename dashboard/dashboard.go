@@ -25,6 +25,8 @@ var (
 	i18n string
 	//go:embed app.js
 	app string
+	//go:embed device.html
+	device []byte
 )
 
 // page is the document served: the shell with its style and scripts in place.
@@ -35,7 +37,15 @@ var page = []byte(strings.NewReplacer(
 ).Replace(shell))
 
 // Handler serves the page. It needs no token: it holds no data.
-func Handler() http.Handler {
+func Handler() http.Handler { return serve(page) }
+
+// DeviceHandler serves the browser test device (/device): a page that is
+// a xiaozhi device itself, with two MCP tools of its own and, where the
+// browser allows (https or localhost, WebCodecs Opus), microphone and
+// speaker. It approves itself with the admin token a person enters.
+func DeviceHandler() http.Handler { return serve(device) }
+
+func serve(doc []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "text/html; charset=utf-8")
@@ -44,6 +54,6 @@ func Handler() http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		// img-src data: is for the favicon, an inline SVG.
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'")
-		w.Write(page)
+		w.Write(doc)
 	})
 }

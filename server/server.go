@@ -227,6 +227,7 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 		Trust: trust, Agent: h.agent, MCP: h.mcp,
 	}).Register(mux)
 	mux.Handle("GET /{$}", dashboard.Handler())
+	mux.Handle("GET /device", dashboard.DeviceHandler())
 	return mux
 }
 
