@@ -20,7 +20,10 @@ import (
 // voice engine.
 type voiceConversations struct{ e *voice.Engine }
 
-func (v voiceConversations) Open(deviceID, language string, down protocol.AudioParams, out session.ConversationOutput) session.Conversation {
+func (v voiceConversations) Open(deviceID, language string, down protocol.AudioParams, serverAEC bool, out session.ConversationOutput) session.Conversation {
+	if serverAEC {
+		return v.e.Open(deviceID, language, down, out, voice.EchoUncancelled())
+	}
 	return v.e.Open(deviceID, language, down, out)
 }
 

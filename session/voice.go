@@ -13,7 +13,9 @@ import (
 // when the conversation or the connection ends. Without them, audio is
 // counted and dropped.
 type Conversations interface {
-	Open(deviceID, language string, downlink protocol.AudioParams, out ConversationOutput) Conversation
+	// Open starts a conversation; serverAEC is the hello's features.aec
+	// (firmware that leaves echo cancellation to the server).
+	Open(deviceID, language string, downlink protocol.AudioParams, serverAEC bool, out ConversationOutput) Conversation
 }
 
 // ConversationOutput is how a conversation answers its device.
@@ -47,7 +49,7 @@ func (s *session) openConversation() {
 // allowed one; nil when there is none.
 func (s *session) conversation() Conversation {
 	if s.conv == nil && s.talking {
-		s.conv = s.srv.opts.Voice.Open(s.id.DeviceID, "", s.srv.opts.DownlinkAudio, conversationOutput{s})
+		s.conv = s.srv.opts.Voice.Open(s.id.DeviceID, "", s.srv.opts.DownlinkAudio, serverAEC(s.hello.Features), conversationOutput{s})
 	}
 	return s.conv
 }
@@ -99,4 +101,13 @@ func (o conversationOutput) End(reason string) {
 	}
 	o.s.closeReason.Store(&reason)
 	o.s.c.Close(CloseNormal, reason)
+}
+
+// serverAEC reports the hello's features.aec: firmware built with
+// CONFIG_USE_SERVER_AEC asks the server to cancel its echo.
+func serverAEC(features json.RawMessage) bool {
+	var f struct {
+		AEC bool `json:"aec"`
+	}
+	return json.Unmarshal(features, &f) == nil && f.AEC
 }

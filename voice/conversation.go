@@ -25,6 +25,8 @@ type Conversation struct {
 	// a listen stop must not overtake the last frames of the utterance.
 	in   chan event
 	done chan struct{}
+	// halfDuplex: do not listen while speaking (EchoUncancelled).
+	halfDuplex bool
 	once sync.Once
 
 	Dropped  atomic.Uint64 // uplink frames dropped (behind, or not listening)
@@ -206,7 +208,7 @@ func (l *loop) listen(ev event) bool {
 // hear handles one uplink frame.
 func (l *loop) hear(opus []byte) {
 	c := l.c
-	if !l.on || l.missing != "" || l.t != nil && l.mode != "realtime" {
+	if !l.on || l.missing != "" || l.t != nil && (l.mode != "realtime" || c.halfDuplex) {
 		c.Dropped.Add(1) // not listening, or the device's mic should be off
 		return
 	}

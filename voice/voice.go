@@ -219,10 +219,23 @@ func (e *Engine) missing() string {
 	return strings.Join(need, ", ")
 }
 
+// OpenOption adjusts one conversation.
+type OpenOption func(*Conversation)
+
+// EchoUncancelled is for devices that leave echo cancellation to the
+// server (firmware built with server AEC says features.aec in its hello):
+// the hub does not cancel echo, so in realtime mode it does not listen
+// while it speaks, lest the device's own voice interrupt the answer. The
+// wake word and the button still abort.
+func EchoUncancelled() OpenOption { return func(c *Conversation) { c.halfDuplex = true } }
+
 // Open starts the conversation of a device whose hello was just answered,
 // with the downlink audio announced in the server hello.
-func (e *Engine) Open(deviceID, language string, downlink protocol.AudioParams, out Output) *Conversation {
+func (e *Engine) Open(deviceID, language string, downlink protocol.AudioParams, out Output, opts ...OpenOption) *Conversation {
 	c := newConversation(e, deviceID, language, downlink, out)
+	for _, o := range opts {
+		o(c)
+	}
 	e.active.Add(1)
 	e.wg.Add(1)
 	go func() {

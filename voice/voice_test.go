@@ -620,3 +620,33 @@ func TestCloseMidTurnLeavesNothingRunning(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A device that leaves echo cancellation to the server (features.aec):
+// in realtime mode the hub does not listen while it speaks, so the
+// device's own voice coming back through its microphone does not
+// interrupt the answer.
+func TestRealtimeWithoutEchoCancellation(t *testing.T) {
+	br := &brain{hold: make(chan struct{})}
+	var recs records
+	e := engine(t, Options{Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: br, OnTurn: recs.add,
+		NewVAD: func() VAD { return &levelVAD{} }})
+	out := newOutput()
+	c := e.Open("aa:00:00:00:00:0a", "zh", down, out, EchoUncancelled())
+	defer c.Close()
+	c.Listen("start", "realtime", "")
+	for range 3 {
+		c.Audio(speechFrame(500), 0)
+	}
+	for range 3 {
+		c.Audio(speechFrame(0), 0)
+	}
+	out.waitFor(t, "audio")
+	for range 6 {
+		c.Audio(speechFrame(500), 0) // the answer, heard back by the microphone
+	}
+	close(br.hold)
+	out.waitFor(t, `"state":"stop"`)
+	if r := recs.last(t); r.Outcome != "ok" {
+		t.Fatalf("the answer was interrupted by its own echo: %+v", r)
+	}
+}
