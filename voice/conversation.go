@@ -27,7 +27,7 @@ type Conversation struct {
 	done chan struct{}
 	// halfDuplex: do not listen while speaking (EchoUncancelled).
 	halfDuplex bool
-	once sync.Once
+	once       sync.Once
 
 	Dropped  atomic.Uint64 // uplink frames dropped (behind, or not listening)
 	BadAudio atomic.Uint64 // frames that did not decode
