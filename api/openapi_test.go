@@ -12,7 +12,7 @@ import (
 // (The device-side routes it describes are checked against a running hub
 // in server's TestOpenAPIRoutesExist.)
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
-	s := &Server{trust: struct{ Trust }{}, agent: struct{ Agent }{}}
+	s := &Server{trust: struct{ Trust }{}, agent: struct{ Agent }{}, oauth: struct{ OAuth }{}}
 	registered := map[string]bool{}
 	for _, rt := range s.apiRoutes() {
 		for _, m := range rt.methods {

@@ -20,9 +20,15 @@
 //	DELETE /api/devices/{id}/token                   revoke the device's tokens
 //	POST   /api/devices/{id}/token/revoke            the same
 //	POST   /api/devices/{id}/rebind                  bind to a new Client-Id ({"clientId"} optional)
+//	GET    /api/oauth/requests                       MCP clients waiting for approval (Options.OAuth)
+//	POST   /api/oauth/requests/{id}/approve          let it use /mcp
+//	POST   /api/oauth/requests/{id}/deny             refuse it
+//	GET    /api/oauth/clients                        registered MCP clients and their grants
+//	DELETE /api/oauth/clients/{id}                   revoke a client with all its tokens
 //	POST   /api/agent/chat                           ask the agent, Server-Sent Events (Options.Agent)
 //	GET    /api/agent/runs                           recent agent runs (?limit=)
 //	       /mcp                                      the MCP server (Options.MCP), behind the token
+//	                                                 or an OAuth access token (Options.OAuth)
 //	GET    /healthz                                  liveness and readiness, no token
 //	GET    /metrics                                  Prometheus metrics, no token
 //
@@ -78,6 +84,9 @@ type Options struct {
 	Agent Agent
 	// MCP is mounted at /mcp, behind the admin token; nil leaves it out.
 	MCP http.Handler
+	// OAuth, if set, serves the /api/oauth routes and admits its access
+	// tokens at /mcp (beside the admin token).
+	OAuth OAuth
 }
 
 // Server is the HTTP API over a Registry. Mount it with Register.
@@ -86,6 +95,7 @@ type Server struct {
 	trust     Trust
 	agent     Agent
 	mcp       http.Handler
+	oauth     OAuth
 	token     string
 	metrics   *metrics.Metrics
 	log       *slog.Logger
@@ -120,6 +130,7 @@ func New(opts Options) *Server {
 		trust:     opts.Trust,
 		agent:     opts.Agent,
 		mcp:       opts.MCP,
+		oauth:     opts.OAuth,
 		token:     opts.Token,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
@@ -145,7 +156,7 @@ type methodHandler struct {
 // apiRoutes is every /api route: each service's file lists its own.
 func (s *Server) apiRoutes() []route {
 	var all []route
-	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes()} {
+	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes()} {
 		all = append(all, rs...)
 	}
 	return append(all, route{"/api/openapi.json", []methodHandler{{"GET", s.serveOpenAPI}}})
@@ -163,7 +174,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	api.HandleFunc("/api/", s.noRoute)
 	mux.Handle("/api/", RequireToken(s.token, api))
 	if s.mcp != nil {
-		mux.Handle("/mcp", RequireToken(s.token, s.mcp))
+		mux.Handle("/mcp", s.requireMCPToken(s.mcp))
 	}
 
 	handle(mux, route{"/healthz", []methodHandler{{"GET", s.healthz}}})

@@ -205,6 +205,60 @@ $("approveAll").addEventListener("click", async () => {
   loadActivations();
 });
 
+// ---- MCP clients (OAuth)
+
+const mcpRows = new Map(); // request id or client id → li
+
+async function loadMCP() {
+  let reqs, clients;
+  try {
+    reqs = (await api("GET", "/api/oauth/requests")).requests || [];
+    clients = (await api("GET", "/api/oauth/clients")).clients || [];
+  } catch { $("mcpBox").hidden = true; return; } // mcp-oauth off
+  $("mcpBox").hidden = false;
+  const keep = new Set([...reqs.map(r => "r" + r.id), ...clients.map(c => "c" + c.id)]);
+  for (const [k, li] of mcpRows) if (!keep.has(k)) { li.remove(); mcpRows.delete(k); }
+  for (const r of reqs) {
+    if (mcpRows.has("r" + r.id)) continue;
+    const allow = el("button", { class: "mcp-allow" }, "");
+    const deny = el("button", { class: "plain mcp-deny" }, "");
+    live(allow, () => t("mcp.allow"));
+    live(deny, () => t("mcp.deny"));
+    const li = el("li", { class: "act small", "data-request": r.id },
+      el("div", { class: "row" }, el("strong", {}, r.clientName)),
+      lx("div", "muted", () => t("mcp.asks", { redirect: r.redirect, address: r.address })),
+      el("div", { class: "row" }, allow, deny));
+    allow.addEventListener("click", async () => {
+      if (!await confirmBox(t("mcp.confirmAllow", { name: r.clientName }))) return;
+      api("POST", "/api/oauth/requests/" + enc(r.id) + "/approve").then(loadMCP, e => alertIn(li, e));
+    });
+    deny.addEventListener("click", () => api("POST", "/api/oauth/requests/" + enc(r.id) + "/deny").then(loadMCP, e => alertIn(li, e)));
+    mcpRows.set("r" + r.id, li);
+    $("mcpRequests").append(li);
+  }
+  const list = $("mcpClients");
+  for (const c of [...list.children]) if (!c.dataset.client) c.remove();
+  for (const c of clients) {
+    let li = mcpRows.get("c" + c.id);
+    if (!li) {
+      const revoke = live(el("button", { class: "danger small mcp-revoke" }), () => t("mcp.revoke"));
+      li = el("li", { class: "small", "data-client": c.id },
+        el("div", { class: "row" }, el("strong", {}, c.name), el("span", { class: "grow" }), revoke),
+        el("div", { class: "muted mcp-state" }));
+      revoke.addEventListener("click", async () => {
+        if (!await confirmBox(t("mcp.confirmRevoke", { name: c.name }))) return;
+        api("DELETE", "/api/oauth/clients/" + enc(c.id)).then(loadMCP, e => alertIn(li, e));
+      });
+      mcpRows.set("c" + c.id, li);
+      list.append(li);
+    }
+    const g = c.grants[c.grants.length - 1];
+    live(li.querySelector(".mcp-state"), () => !g ? t("mcp.notAllowed") :
+      [t("mcp.allowed", { ago: ago(g.approved) }), g.lastUsed ? t("mcp.used", { ago: ago(g.lastUsed) }) : "", (c.redirectUris || []).join(" ")].filter(Boolean).join(" · "));
+  }
+  if (!clients.length) list.append(lx("li", "muted small", () => t("mcp.none")));
+}
+
 // ---- confirmation
 
 function confirmBox(text) {
@@ -627,6 +681,7 @@ async function refresh() {
     await loadDevices();
     live($("status"), () => t("status.connected"));
     loadActivations();
+    loadMCP();
     loadCalls();
     if (detail) refreshDetail();
     return true;
@@ -659,5 +714,6 @@ setInterval(() => { // "seen … ago" and expiries stay true; approvals have no 
   if (!token) return;
   tickExpiry();
   loadActivations();
+  loadMCP();
 }, 5000);
 setInterval(() => { if (token) loadDevices().catch(() => {}); }, 15000);

@@ -27,6 +27,8 @@ var (
 	app string
 	//go:embed device.html
 	device []byte
+	//go:embed consent.html
+	consent []byte
 )
 
 // page is the document served: the shell with its style and scripts in place.
@@ -44,6 +46,11 @@ func Handler() http.Handler { return serve(page) }
 // browser allows (https or localhost, WebCodecs Opus), microphone and
 // speaker. It approves itself with the admin token a person enters.
 func DeviceHandler() http.Handler { return serve(device) }
+
+// ConsentHandler serves the page an MCP client's OAuth authorization
+// lands on (/oauth/consent#<request>): who asks, and Allow / Deny with the
+// admin token; it follows a decision made in the dashboard by itself.
+func ConsentHandler() http.Handler { return serve(consent) }
 
 func serve(doc []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -86,6 +86,8 @@ type Config struct {
 	// MCPDirectLimit is the number of online devices up to which /mcp
 	// offers every device tool directly; above it, the four search-and-call tools.
 	MCPDirectLimit int `yaml:"mcp-direct-limit" help:"online devices up to which /mcp lists device tools directly (above: search_devices, get_device, call_device_tool, send_iot_commands)"`
+	// MCPOAuth turns the hub's OAuth authorization server for /mcp on or off (package oauth).
+	MCPOAuth string `yaml:"mcp-oauth" help:"on: MCP clients (Claude, ChatGPT, MCP Inspector) may register and ask for access to /mcp through OAuth, and a person approves each in the dashboard; off: /mcp takes the admin token only"`
 
 	// Limits on what HTTP clients may hold open (see limits.go).
 	HTTPIdleTimeout   time.Duration `yaml:"http-idle-timeout" help:"close a keep-alive HTTP connection idle this long (device WebSockets and event streams are not affected)"`
@@ -108,6 +110,7 @@ func DefaultConfig() Config {
 		WSProtocolVersion: 1,
 		ActivationExpiry:  10 * time.Minute,
 		MCPDirectLimit:    8,
+		MCPOAuth:          "on",
 		LogLevel:          "info",
 		LogFormat:         "text",
 		CallTimeout:       30 * time.Second,
@@ -133,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data-dir: must not be empty"))
+	}
+	if c.MCPOAuth != "on" && c.MCPOAuth != "off" {
+		errs = append(errs, fmt.Errorf("mcp-oauth: %q is not on or off", c.MCPOAuth))
 	}
 	switch c.DeviceAuth {
 	case ota.PolicyOpen, ota.PolicyToken, ota.PolicyActivation:

@@ -25,6 +25,7 @@ import (
 	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/metrics"
+	"github.com/xiaozhi-hub/hub/oauth"
 	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
@@ -119,6 +120,17 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		lock.release()
 		return nil, err
 	}
+	var auth *oauth.Service
+	if cfg.MCPOAuth == "on" {
+		if auth, err = oauth.New(ctx, st, oauth.Options{PublicURL: cfg.PublicURL, Logger: log.With("component", "oauth")}); err != nil {
+			if h.mqtt != nil {
+				h.mqtt.stop()
+			}
+			st.Close()
+			lock.release()
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
+	}
 	// Load starts the registry's background persistence: from here on,
 	// failures unwind through closeCore.
 	if err := reg.Load(ctx); err != nil {
@@ -182,7 +194,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	m.BuildInfo(Version, runtime.Version())
 	m.Gauge("xiaozhi_hub_devices_known", "Devices the hub knows, online or not.", func() float64 { return float64(reg.KnownCount()) })
 	m.Gauge("xiaozhi_hub_activations_pending", "Activation codes waiting for a person to approve.", func() float64 { return float64(len(trust.Pending())) })
-	mux := h.routes(st, trust)
+	mux := h.routes(st, trust, auth)
 	h.http = &http.Server{
 		Handler: countRequests(m, deviceCORS(mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn), ConnState: h.fresh.track,
@@ -208,7 +220,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 // agent, MCP; all behind the admin token; the open /healthz and /metrics),
 // and the dashboard page at / (which holds no data: it asks for the token
 // and uses the API).
-func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
+func (h *Hub) routes(st *store.Store, trust *ota.Service, auth *oauth.Service) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /xiaozhi/v1/", h.devices)
 	trust.Register(mux)
@@ -221,10 +233,16 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service) *http.ServeMux {
 		defer cancel()
 		return st.Health(ctx)
 	}
+	var authAPI api.OAuth
+	if auth != nil {
+		auth.Register(mux) // the OAuth endpoints MCP clients call, no token
+		mux.Handle("GET /oauth/consent", dashboard.ConsentHandler())
+		authAPI = auth
+	}
 	api.New(api.Options{
 		Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready,
 		MaxStreams: h.cfg.SSEMaxStreams, StreamWriteTimeout: h.cfg.SSEWriteTimeout,
-		Trust: trust, Agent: h.agent, MCP: h.mcp,
+		Trust: trust, Agent: h.agent, MCP: h.mcp, OAuth: authAPI,
 	}).Register(mux)
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.Handle("GET /device", dashboard.DeviceHandler())

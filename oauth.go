@@ -1,0 +1,31 @@
+package hub
+
+import "time"
+
+// OAuthClient is a program registered at the hub's OAuth authorization
+// server (RFC 7591 dynamic registration) to use /mcp: Claude, ChatGPT, the
+// MCP Inspector, an IDE. Registering grants nothing; a person approves each
+// authorization (an OAuthGrant).
+type OAuthClient struct {
+	ID           string
+	Name         string    // client_name as the client gave it, for people
+	RedirectURIs []string  // exact URIs the authorization may return to (loopback: any port)
+	AuthMethod   string    // token_endpoint_auth_method: "none", "client_secret_post" or "client_secret_basic"
+	SecretHash   []byte    // SHA-256 of the client secret; nil for public clients ("none")
+	Registered   time.Time // when it registered
+	Address      string    // the address it registered from
+}
+
+// OAuthGrant is one approval of a client by a person: the client's current
+// access and refresh tokens, kept only as SHA-256 hashes. Revoking the
+// grant (or the client) ends both at once.
+type OAuthGrant struct {
+	ID             string
+	ClientID       string
+	Approved       time.Time
+	AccessHash     []byte
+	AccessExpires  time.Time
+	RefreshHash    []byte
+	RefreshExpires time.Time
+	LastUsed       time.Time // the last /mcp request with its access token (written at most every few minutes)
+}
