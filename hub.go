@@ -47,7 +47,10 @@ type Device struct {
 	LastSeen  time.Time `json:"lastSeen,omitzero"` // absent until the device first connects
 
 	// Derived, filled in by the registry.
-	Online     bool   `json:"online"`
+	Online bool `json:"online"`
+	// Node is the hub node holding the device's connection when it is
+	// another node of the cluster ("" for this hub, or no cluster).
+	Node       string `json:"node,omitempty"`
 	ToolCount  int    `json:"toolCount"`
 	ThingCount int    `json:"thingCount"`
 	ToolsHash  string `json:"toolsHash,omitempty"`

@@ -29,6 +29,11 @@ type ConnectInfo struct {
 	Features        json.RawMessage
 	MCP             bool
 	Transport       string // "websocket" or "mqtt"
+	// Node, when set, is the hub node (of a cluster) that holds the
+	// device's connection: the link's Conn forwards to it. The device's
+	// cached fields and tools are kept as they are (they come from the
+	// cluster's shared state), not replaced from what this info says.
+	Node string
 }
 
 // Link is one connection's handle on its device entry. The session reports
@@ -60,16 +65,22 @@ func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	if old == nil {
 		r.online++
 	}
-	e.dev.ClientID = info.ClientID
-	e.dev.ProtocolVersion = info.ProtocolVersion
-	e.dev.Features = info.Features
-	e.dev.MCP = info.MCP
+	e.node = info.Node
+	if info.Node == "" {
+		e.dev.ClientID = info.ClientID
+		e.dev.ProtocolVersion = info.ProtocolVersion
+		e.dev.Features = info.Features
+		e.dev.MCP = info.MCP
+		e.dev.LastSeen = now
+		e.stale = info.MCP // until the device's list is fetched again
+		e.failed = ""
+	}
 	e.dev.Transport = info.Transport
-	e.dev.LastSeen = now
-	e.stale = info.MCP // until the device's list is fetched again
-	e.failed = ""
 	view := r.viewLocked(e)
 	r.mu.Unlock()
+	if r.opts.Presence != nil {
+		r.opts.Presence(info.DeviceID, true, info.Node)
+	}
 
 	if old != nil {
 		old.conn.Close("replaced by a newer connection from the same device")
@@ -328,10 +339,19 @@ func (l *Link) Disconnect(ctx context.Context, reason string) {
 	}
 	l.e.link = nil
 	r.online--
-	l.e.dev.LastSeen = r.opts.Now()
+	node := l.e.node
+	l.e.node = ""
+	if node == "" {
+		l.e.dev.LastSeen = r.opts.Now()
+	}
 	r.mu.Unlock()
-	if err := l.saveDevice(ctx); err != nil {
-		r.log.Warn("could not save device at disconnect", "device", l.id, "err", err)
+	if r.opts.Presence != nil {
+		r.opts.Presence(l.id, false, node)
+	}
+	if node == "" { // a remote link's device is saved by the node that held it
+		if err := l.saveDevice(ctx); err != nil {
+			r.log.Warn("could not save device at disconnect", "device", l.id, "err", err)
+		}
 	}
 	r.publish(hub.EventOffline, l.id, map[string]string{"reason": reason})
 }

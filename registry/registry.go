@@ -36,6 +36,11 @@ type Options struct {
 	MaxCallTimeout     time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Presence, if set, hears of every connection the registry links and
+	// unlinks (node "" for this hub's own, else the cluster node holding
+	// it), in order, on the goroutine that made the change: it must not
+	// block (package cluster queues the news).
+	Presence func(deviceID string, online bool, node string)
 }
 
 // Registry is the set of all known devices. Its methods are safe for
@@ -71,7 +76,8 @@ type entry struct {
 	tools  *toolset   // nil until a tool list is known
 	stale  bool
 	things map[string]*hub.Thing
-	link   *Link // the live connection, nil when offline
+	link   *Link  // the live connection, nil when offline
+	node   string // with link: the cluster node holding the connection, "" for this hub
 	saveMu sync.Mutex
 	failed string      // why discovery failed on the current connection
 	early  iot.Early   // IoT states that came before their thing's descriptor
@@ -401,14 +407,17 @@ func (r *Registry) DeleteDevice(ctx context.Context, id string) error {
 		delete(r.devices, id)
 	}
 	r.releaseLocked(e.tools)
-	link := e.link
+	link, node := e.link, e.node
 	if link != nil {
-		e.link = nil
+		e.link, e.node = nil, ""
 		r.online--
 	}
 	r.mu.Unlock()
 	e.saveMu.Unlock()
 	if link != nil {
+		if r.opts.Presence != nil {
+			r.opts.Presence(id, false, node)
+		}
 		link.conn.Close("device deleted from the hub")
 	}
 	r.publish(hub.EventDeviceDeleted, id, nil)
@@ -445,6 +454,7 @@ func (r *Registry) viewLocked(e *entry) hub.Device {
 		d.Aliases = []string{}
 	}
 	d.Online = e.link != nil
+	d.Node = e.node
 	d.ThingCount = len(e.things)
 	d.ToolsStale = e.stale
 	d.ToolsError = e.failed

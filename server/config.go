@@ -89,6 +89,14 @@ type Config struct {
 	// MCPOAuth turns the hub's OAuth authorization server for /mcp on or off (package oauth).
 	MCPOAuth string `yaml:"mcp-oauth" help:"on: MCP clients (Claude, ChatGPT, MCP Inspector) may register and ask for access to /mcp through OAuth, and a person approves each in the dashboard; off: /mcp takes the admin token only"`
 
+	// Several hub nodes acting as one (package cluster; cluster.go).
+	ClusterNATS       string   `yaml:"cluster-nats" help:"run as one node of a cluster: embedded (a NATS node in this process, joined to cluster-peers) or the URLs of a NATS cluster, e.g. nats://nats-1:4222,nats://nats-2:4222 (empty: a hub alone, no NATS)"`
+	ClusterNode       string   `yaml:"cluster-node" help:"this node's name in the cluster, unique and kept across restarts (default: host name and listen port)"`
+	ClusterListen     string   `yaml:"cluster-listen" help:"with cluster-nats embedded: where the other nodes' NATS routes reach this one, e.g. :6222 (empty: a NATS node alone)"`
+	ClusterPeers      []string `yaml:"cluster-peers" help:"with cluster-nats embedded: the other nodes' NATS routes, comma-separated, e.g. nats://hub-2:6222,nats://hub-3:6222"`
+	ClusterNATSListen string   `yaml:"cluster-nats-listen" help:"with cluster-nats embedded: also serve NATS clients (nats CLI, monitoring) on this host:port (empty: none)"`
+	ClusterReplicas   int      `yaml:"cluster-replicas" help:"copies JetStream keeps of the shared state (default: 3 with two or more cluster-peers, else 1)"`
+
 	// Limits on what HTTP clients may hold open (see limits.go).
 	HTTPIdleTimeout   time.Duration `yaml:"http-idle-timeout" help:"close a keep-alive HTTP connection idle this long (device WebSockets and event streams are not affected)"`
 	MCPMaxSessions    int           `yaml:"mcp-max-sessions" help:"most /mcp sessions open at once; more are refused with 429"`
@@ -136,6 +144,15 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data-dir: must not be empty"))
+	}
+	if c.ClusterNATS != "" && c.ClusterNATS != "embedded" && !strings.HasPrefix(c.ClusterNATS, "nats://") && !strings.HasPrefix(c.ClusterNATS, "tls://") {
+		errs = append(errs, fmt.Errorf("cluster-nats: %q is neither embedded nor NATS URLs such as nats://nats-1:4222", c.ClusterNATS))
+	}
+	if c.ClusterNATS != "embedded" && (c.ClusterListen != "" || len(c.ClusterPeers) > 0 || c.ClusterNATSListen != "") {
+		errs = append(errs, errors.New("cluster-listen, cluster-peers and cluster-nats-listen need cluster-nats: embedded"))
+	}
+	if len(c.ClusterPeers) > 0 && c.ClusterListen == "" {
+		errs = append(errs, errors.New("cluster-peers needs cluster-listen: the address the peers' routes reach this node on"))
 	}
 	if c.MCPOAuth != "on" && c.MCPOAuth != "off" {
 		errs = append(errs, fmt.Errorf("mcp-oauth: %q is not on or off", c.MCPOAuth))

@@ -46,7 +46,8 @@ type Hub struct {
 	Metrics  *metrics.Metrics
 	devices  *session.Server
 	voice    *voice.Engine
-	mqtt     *mqttSide // nil unless mqtt-listen is set
+	mqtt     *mqttSide    // nil unless mqtt-listen is set
+	cluster  *clusterSide // nil unless cluster-nats is set
 	agent    *agent.Agent
 	mcp      *mcpserver.Server
 	closeMCP func() // once: both Close and closeCore need it
@@ -84,9 +85,20 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	m := metrics.New()
-	reg := registry.New(st, registry.Options{
+	var regStore registry.Store = st
+	var presence func(string, bool, string)
+	var cl *clusterSide
+	if cfg.ClusterNATS != "" {
+		if cl, err = openCluster(ctx, cfg, log); err != nil {
+			st.Close()
+			lock.release()
+			return nil, err
+		}
+		regStore, presence = cl.node.Store(st), cl.node.Presence
+	}
+	reg := registry.New(regStore, registry.Options{
 		Logger: log.With("component", "registry"), Metrics: m,
-		DefaultCallTimeout: cfg.CallTimeout, MaxCallTimeout: cfg.MaxCallTimeout,
+		DefaultCallTimeout: cfg.CallTimeout, MaxCallTimeout: cfg.MaxCallTimeout, Presence: presence,
 	})
 	if len(cfg.DeviceTokens) == 0 {
 		// In-process devices (--demo) present this token; it exists only
@@ -94,12 +106,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		// whose logins need a token even under open).
 		cfg.DeviceTokens = []string{inProcessToken()}
 	}
-	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock}
+	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock, cluster: cl}
 	// The MQTT broker is bound first: the OTA answer tells devices its port.
 	mq, mqttOn, _ := cfg.mqttSettings() // checked by Validate
 	var mqttOffer *ota.MQTT
 	if mqttOn {
 		if h.mqtt, err = h.bindMQTT(mq); err != nil {
+			h.closeCluster()
 			st.Close()
 			lock.release()
 			return nil, err
@@ -116,6 +129,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		if h.mqtt != nil {
 			h.mqtt.stop()
 		}
+		h.closeCluster()
 		st.Close() // the registry and OTA service start nothing until used
 		lock.release()
 		return nil, err
@@ -126,6 +140,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 			if h.mqtt != nil {
 				h.mqtt.stop()
 			}
+			h.closeCluster()
 			st.Close()
 			lock.release()
 			return nil, fmt.Errorf("oauth: %w", err)
@@ -138,6 +153,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 			h.mqtt.stop()
 		}
 		reg.Close()
+		h.closeCluster()
 		st.Close()
 		lock.release()
 		return nil, err
@@ -150,6 +166,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		}
 		return nil
 	})
+	if cl != nil {
+		if err := cl.node.Start(ctx, reg); err != nil {
+			h.closeCore()
+			return nil, err
+		}
+	}
 	var vision *mcpclient.Vision
 	if cfg.VisionURL != "" {
 		vision = &mcpclient.Vision{URL: cfg.VisionURL, Token: cfg.VisionToken}
@@ -347,10 +369,18 @@ func (h *Hub) closeCore() {
 		h.agent.Close()
 	}
 	h.Registry.Close()
+	h.closeCluster() // after the registry: its devices' claims go with it
 	if err := h.store.Close(); err != nil {
 		h.log.Error("closing store", "err", err)
 	}
 	h.lock.release() // after the store: the next hub may open it at once
+}
+
+func (h *Hub) closeCluster() {
+	if h.cluster != nil {
+		h.cluster.close()
+		h.cluster = nil
+	}
 }
 
 // deviceSecretFile is the file, in the data directory, of the secret that

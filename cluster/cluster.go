@@ -1,0 +1,375 @@
+// Package cluster makes several hub nodes act as one hub, on NATS.
+//
+// Each node keeps serving from its own registry and SQLite file, which
+// become a cache of the cluster's shared state, kept in JetStream
+// key-value buckets:
+//
+//   - xzhub_state: every device's stored record (d.<id>), its tool list's
+//     content hash (t.<id>) with each distinct list stored once (s.<hash>),
+//     and its IoT things (i.<id>.<thing>). A node writes a change there
+//     before its own store, with compare-and-set: a write that raced
+//     another node's is merged field by field (a rename on one node and a
+//     firmware report on another both survive) and retried. Every node
+//     watches the bucket and applies what the others wrote.
+//   - xzhub_presence: device → the node holding its connection.
+//   - xzhub_nodes: node leases (a key per node that expires unless
+//     renewed), not per-device heartbeats.
+//
+// A device connected to another node appears on every node as online,
+// through a link whose calls go to that node as NATS requests on the
+// device's own subject (xzhub.dev.<id>); "no responders" means the
+// connection is gone. Audio never crosses nodes: a conversation stays on
+// the node the device talks to.
+//
+// When a node dies its lease expires; the other nodes drop its devices'
+// links (calls in flight fail with device_disconnected) and its presence
+// entries. Its devices reconnect to any node and are served from the
+// shared cache at once. A device that shows up on a second node while the
+// first still holds it is the second's: the presence bucket orders the
+// claims, and the older holder closes its connection.
+package cluster
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// Options configures a Node.
+type Options struct {
+	// Name identifies this hub node in the cluster; unique, and kept
+	// across restarts if possible (the default is host and port).
+	Name string
+	// Replicas of the shared buckets (1, or 3 for a cluster that survives
+	// the loss of a NATS node).
+	Replicas int
+	// LeaseTTL is how long a node counts as alive after its last renewal
+	// (default 6 s; renewed every third of it).
+	LeaseTTL time.Duration
+	Logger   *slog.Logger
+}
+
+// Node is this hub's membership of the cluster.
+type Node struct {
+	name  string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	state jetstream.KeyValue
+	pres  jetstream.KeyValue
+	nodes jetstream.KeyValue
+	log   *slog.Logger
+	ttl   time.Duration
+
+	reg *registry.Registry // set by Start
+
+	mu   sync.Mutex
+	seen map[string]seenValue // state key → the newest revision this node has (applied or written)
+
+	rmu     sync.Mutex
+	remote  map[string]*remoteLink        // device id → link through another node
+	subs    map[string]*nats.Subscription // device id → its subject, while connected here
+	claimed map[string]uint64             // device id → revision of this node's presence claim
+	alive   map[string]bool               // node name → lease seen on the last sweep
+	waiting map[string]claim              // device id → a claim that came before the device's record
+
+	presence      *queue        // this node's presence news, in order
+	presenceEnded chan struct{} // closed when presenceLoop has written the last news
+	applyQ        chan jetstream.KeyValueEntry
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type seenValue struct {
+	rev     uint64
+	val     []byte
+	deleted bool
+}
+
+// Bucket names.
+const (
+	stateBucket    = "xzhub_state"
+	presenceBucket = "xzhub_presence"
+	nodesBucket    = "xzhub_nodes"
+)
+
+// Open joins the cluster over nc: it creates the shared buckets if they do
+// not exist. Start begins serving.
+func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
+	if o.Name == "" {
+		return nil, errors.New("cluster: a node needs a name")
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 6 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: jetstream: %w", err)
+	}
+	n := &Node{
+		name: o.Name, nc: nc, js: js, log: o.Logger, ttl: o.LeaseTTL,
+		seen: map[string]seenValue{}, remote: map[string]*remoteLink{}, subs: map[string]*nats.Subscription{},
+		claimed: map[string]uint64{}, alive: map[string]bool{}, waiting: map[string]claim{},
+		applyQ: make(chan jetstream.KeyValueEntry, 1024),
+	}
+	n.presence = newQueue()
+	buckets := []struct {
+		kv  *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&n.state, jetstream.KeyValueConfig{Bucket: stateBucket, History: 1, Replicas: o.Replicas, Storage: jetstream.FileStorage,
+			Description: "xiaozhi-hub: devices, tool lists, IoT things"}},
+		{&n.pres, jetstream.KeyValueConfig{Bucket: presenceBucket, History: 1, Replicas: o.Replicas, Storage: jetstream.FileStorage,
+			Description: "xiaozhi-hub: which node holds each device's connection"}},
+		{&n.nodes, jetstream.KeyValueConfig{Bucket: nodesBucket, History: 1, Replicas: o.Replicas, Storage: jetstream.MemoryStorage,
+			TTL: o.LeaseTTL, Description: "xiaozhi-hub: node leases"}},
+	}
+	for _, b := range buckets {
+		// Retried for a while: a NATS cluster elects a JetStream leader
+		// some seconds after its nodes start.
+		var kv jetstream.KeyValue
+		err := retry(ctx, 30*time.Second, func() (err error) {
+			actx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			kv, err = js.CreateOrUpdateKeyValue(actx, b.cfg)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: bucket %s: %w", b.cfg.Bucket, err)
+		}
+		*b.kv = kv
+	}
+	return n, nil
+}
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.name }
+
+// Store wraps this node's own store: the registry's writes go to the
+// shared state first.
+func (n *Node) Store(local registry.Store) registry.Store { return &sharedStore{Store: local, n: n} }
+
+// Start serves: it renews the node's lease, brings the registry up to the
+// shared state (and the shared state up to what only this node knew),
+// then follows both buckets until Close.
+func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
+	n.reg = reg
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.renewLease(ctx); err != nil {
+		return fmt.Errorf("cluster: lease: %w", err)
+	}
+	if err := n.sweep(ctx); err != nil {
+		return fmt.Errorf("cluster: nodes: %w", err)
+	}
+	if err := n.syncState(ctx); err != nil {
+		return fmt.Errorf("cluster: shared state: %w", err)
+	}
+	pw, err := n.pres.WatchAll(n.ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: presence: %w", err)
+	}
+	n.spawn(n.applyLoop)
+	n.spawn(func() { n.followPresence(pw) })
+	n.spawn(n.leaseLoop)
+	n.presenceEnded = make(chan struct{})
+	go func() {
+		defer close(n.presenceEnded)
+		n.presenceLoop()
+	}()
+	n.log.Info("joined the cluster", "node", n.name, "nodes", len(n.aliveNodes()))
+	return nil
+}
+
+func (n *Node) spawn(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// Close leaves the cluster: this node's presence claims and lease are
+// removed (the other nodes then drop its devices at once instead of after
+// the lease), then everything stops. Call it after the registry has closed
+// its connections.
+func (n *Node) Close() {
+	if n.cancel == nil {
+		return
+	}
+	n.presence.close() // presenceLoop writes what is queued, then ends
+	<-n.presenceEnded
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	n.rmu.Lock()
+	claims := n.claimed
+	n.claimed = map[string]uint64{}
+	for _, s := range n.subs {
+		s.Unsubscribe()
+	}
+	n.subs = map[string]*nats.Subscription{}
+	n.rmu.Unlock()
+	for id, rev := range claims {
+		n.pres.Delete(ctx, key(id), jetstream.LastRevision(rev))
+	}
+	n.nodes.Delete(ctx, key(n.name))
+	n.cancel()
+	n.wg.Wait()
+}
+
+// Abandon stops the node as a crash would, for failure tests: nothing is
+// handed over (its claims and lease stay until the lease expires). Call it
+// with NATS already unreachable.
+func (n *Node) Abandon() {
+	if n.cancel == nil {
+		return
+	}
+	n.cancel()
+	n.presence.close()
+	<-n.presenceEnded
+	n.wg.Wait()
+	n.rmu.Lock()
+	n.claimed = map[string]uint64{}
+	n.rmu.Unlock()
+}
+
+// key is a device id (or node name) as a bucket key or subject token:
+// base64url, which the key and subject alphabets both allow.
+func key(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+func unkey(k string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(k)
+	return string(b), err == nil
+}
+
+// ---- leases
+
+type lease struct {
+	Name  string    `json:"name"`
+	Since time.Time `json:"since"`
+}
+
+func (n *Node) renewLease(ctx context.Context) error {
+	b, _ := json.Marshal(lease{Name: n.name, Since: time.Now().UTC()})
+	_, err := n.nodes.Put(ctx, key(n.name), b)
+	return err
+}
+
+func (n *Node) leaseLoop() {
+	renew := time.NewTicker(n.ttl / 3)
+	defer renew.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-n.presence.done:
+			return
+		case <-renew.C:
+			ctx, cancel := context.WithTimeout(n.ctx, n.ttl/3)
+			if err := n.renewLease(ctx); err != nil {
+				n.log.Warn("could not renew the node's lease", "err", err)
+			}
+			if err := n.sweep(ctx); err != nil {
+				n.log.Warn("could not read the nodes' leases", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+func (n *Node) aliveNodes() []string {
+	n.rmu.Lock()
+	defer n.rmu.Unlock()
+	var out []string
+	for k := range n.alive {
+		out = append(out, k)
+	}
+	return out
+}
+
+// sweep reads the leases; links through nodes without one are dropped
+// and their presence claims removed.
+func (n *Node) sweep(ctx context.Context) error {
+	keys, err := n.nodes.ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	alive := map[string]bool{}
+	for k := range keys.Keys() {
+		if name, ok := unkey(k); ok {
+			alive[name] = true
+		}
+	}
+	alive[n.name] = true
+	n.rmu.Lock()
+	n.alive = alive
+	var dead []*remoteLink
+	for _, l := range n.remote {
+		if !alive[l.node] {
+			dead = append(dead, l)
+		}
+	}
+	n.rmu.Unlock()
+	for _, l := range dead {
+		n.log.Info("node gone: its device is offline until it reconnects", "device", l.id, "node", l.node)
+		n.dropRemote(l, "the hub node "+l.node+" holding the device's connection stopped answering")
+		if e, err := n.pres.Get(ctx, key(l.id)); err == nil {
+			var p claim
+			if json.Unmarshal(e.Value(), &p) == nil && p.Node == l.node {
+				n.pres.Delete(ctx, key(l.id), jetstream.LastRevision(e.Revision()))
+			}
+		}
+	}
+	return nil
+}
+
+// leaseExists reads a node's lease (a node that started after the last
+// sweep), and notes it.
+func (n *Node) leaseExists(node string) bool {
+	ctx, cancel := context.WithTimeout(n.ctx, 2*time.Second)
+	defer cancel()
+	if _, err := n.nodes.Get(ctx, key(node)); err != nil {
+		return false
+	}
+	n.rmu.Lock()
+	n.alive[node] = true
+	n.rmu.Unlock()
+	return true
+}
+
+func (n *Node) isAlive(node string) bool {
+	n.rmu.Lock()
+	defer n.rmu.Unlock()
+	return n.alive[node]
+}
+
+// retry runs f until it succeeds, ctx ends or d has passed.
+func retry(ctx context.Context, d time.Duration, f func() error) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,365 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// claim is a presence entry: the node holding a device's connection.
+type claim struct {
+	Node      string `json:"node"`
+	Transport string `json:"transport,omitempty"`
+}
+
+// queue holds the newest presence news per device, in arrival order,
+// without blocking the registry (it coalesces a device's news: only the
+// last one matters).
+type queue struct {
+	mu     sync.Mutex
+	order  []string
+	latest map[string]bool // device → online
+	wake   chan struct{}
+	done   chan struct{}
+	closed bool
+}
+
+func newQueue() *queue {
+	return &queue{latest: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (q *queue) put(id string, online bool) {
+	q.mu.Lock()
+	if _, ok := q.latest[id]; !ok {
+		q.order = append(q.order, id)
+	}
+	q.latest[id] = online
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued news, oldest first.
+func (q *queue) take() (ids []string, online []bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, id := range q.order {
+		ids = append(ids, id)
+		online = append(online, q.latest[id])
+	}
+	q.order, q.latest = nil, map[string]bool{}
+	return ids, online
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.closed {
+		q.closed = true
+		close(q.done)
+	}
+}
+
+// Presence is the registry's hook (registry.Options.Presence): news of this
+// node's own connections is queued for the presence bucket.
+func (n *Node) Presence(id string, online bool, node string) {
+	if node != "" {
+		return // a link through another node: that node claims it
+	}
+	n.presence.put(id, online)
+}
+
+func (n *Node) presenceLoop() {
+	for {
+		select {
+		case <-n.presence.wake:
+		case <-n.presence.done:
+			n.publishPresence() // what was queued before Close
+			return
+		}
+		n.publishPresence()
+	}
+}
+
+func (n *Node) publishPresence() {
+	ids, online := n.presence.take()
+	for i, id := range ids {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		if online[i] {
+			err = n.claim(ctx, id)
+		} else {
+			err = n.release(ctx, id)
+		}
+		cancel()
+		if err != nil {
+			n.log.Warn("could not update the device's presence in the cluster", "device", id, "online", online[i], "err", err)
+		}
+	}
+}
+
+// claim says this node holds the device's connection, and answers its
+// subject.
+func (n *Node) claim(ctx context.Context, id string) error {
+	transport := ""
+	if d, err := n.reg.Device(id); err == nil {
+		if !d.Online || d.Node != "" {
+			return nil // gone again already; its offline news follows
+		}
+		transport = d.Transport
+	}
+	n.rmu.Lock()
+	if l := n.remote[id]; l != nil { // it was on another node before
+		delete(n.remote, id)
+		l.conn.end()
+	}
+	if n.subs[id] == nil {
+		sub, err := n.nc.Subscribe(subject(id), n.serve(id))
+		if err != nil {
+			n.rmu.Unlock()
+			return err
+		}
+		n.subs[id] = sub
+	}
+	n.rmu.Unlock()
+	b, _ := json.Marshal(claim{Node: n.name, Transport: transport})
+	rev, err := n.pres.Put(ctx, key(id), b)
+	if err != nil {
+		return err
+	}
+	n.rmu.Lock()
+	n.claimed[id] = rev
+	n.rmu.Unlock()
+	return nil
+}
+
+// release withdraws this node's claim, unless another node has claimed
+// the device since.
+func (n *Node) release(ctx context.Context, id string) error {
+	n.rmu.Lock()
+	if s := n.subs[id]; s != nil {
+		s.Unsubscribe()
+		delete(n.subs, id)
+	}
+	rev, ok := n.claimed[id]
+	delete(n.claimed, id)
+	n.rmu.Unlock()
+	if !ok {
+		return nil
+	}
+	err := n.pres.Delete(ctx, key(id), jetstream.LastRevision(rev))
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return nil // claimed by another node meanwhile
+	}
+	return err
+}
+
+// followPresence keeps a link, on this node, to every device another
+// node holds.
+func (n *Node) followPresence(w jetstream.KeyWatcher) {
+	defer w.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				continue // the end of the initial values
+			}
+			id, ok := unkey(e.Key())
+			if !ok {
+				continue
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				n.lost(id, "")
+				continue
+			}
+			var c claim
+			if json.Unmarshal(e.Value(), &c) != nil || c.Node == "" {
+				continue
+			}
+			n.claimed2(id, c, e.Revision())
+		}
+	}
+}
+
+// claimed2 handles a claim on the device by node c.Node.
+func (n *Node) claimed2(id string, c claim, rev uint64) {
+	if c.Node == n.name {
+		return
+	}
+	n.rmu.Lock()
+	ours, holding := n.claimed[id]
+	n.rmu.Unlock()
+	if holding && rev > ours {
+		// The device connected to another node after it connected here:
+		// that connection is the live one.
+		n.log.Info("device moved to another node", "device", id, "node", c.Node)
+		n.reg.Disconnect(id, "the device connected to hub node "+c.Node)
+	}
+	if !n.isAlive(c.Node) && !n.leaseExists(c.Node) {
+		return // its lease is gone: the sweep removes the claim
+	}
+	n.rmu.Lock()
+	if l := n.remote[id]; l != nil && l.node == c.Node {
+		n.rmu.Unlock()
+		return
+	}
+	n.rmu.Unlock()
+	n.attach(id, c)
+}
+
+// lost handles a device whose claim was withdrawn.
+func (n *Node) lost(id, reason string) {
+	n.rmu.Lock()
+	l := n.remote[id]
+	delete(n.waiting, id)
+	n.rmu.Unlock()
+	if l == nil {
+		return
+	}
+	if reason == "" {
+		reason = "the device disconnected from hub node " + l.node
+	}
+	n.dropRemote(l, reason)
+}
+
+// ---- links through other nodes
+
+// remoteLink is a device's link on this node to its connection on another.
+type remoteLink struct {
+	id, node string
+	link     *registry.Link
+	conn     *remoteConn
+}
+
+func (n *Node) attach(id string, c claim) {
+	if _, err := n.reg.Device(id); err != nil {
+		// The device's record has not reached this node yet (its node
+		// claims it before the record's write is done): attach once it
+		// has (see apply).
+		n.rmu.Lock()
+		n.waiting[id] = c
+		n.rmu.Unlock()
+		return
+	}
+	n.rmu.Lock()
+	delete(n.waiting, id)
+	n.rmu.Unlock()
+	conn := newRemoteConn(n, id, c.Node)
+	link := n.reg.Connect(registry.ConnectInfo{DeviceID: id, Transport: c.Transport, Node: c.Node}, conn)
+	n.rmu.Lock()
+	old := n.remote[id]
+	n.remote[id] = &remoteLink{id: id, node: c.Node, link: link, conn: conn}
+	n.rmu.Unlock()
+	if old != nil {
+		old.conn.end()
+	}
+}
+
+func (n *Node) dropRemote(l *remoteLink, reason string) {
+	n.rmu.Lock()
+	if n.remote[l.id] == l {
+		delete(n.remote, l.id)
+	}
+	n.rmu.Unlock()
+	l.conn.end()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l.link.Disconnect(ctx, reason)
+}
+
+func subject(id string) string { return "xzhub.dev." + key(id) }
+
+// request is what a node asks the node holding a device.
+type request struct {
+	Op        string           `json:"op"` // "call" or "iot"
+	Tool      string           `json:"tool,omitempty"`
+	Arguments json.RawMessage  `json:"arguments,omitempty"`
+	Commands  []hub.IoTCommand `json:"commands,omitempty"`
+	TimeoutMs int64            `json:"timeoutMs,omitempty"`
+}
+
+type reply struct {
+	Result *hub.CallResult `json:"result,omitempty"`
+	Error  *replyError     `json:"error,omitempty"`
+}
+
+type replyError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// serve answers requests for a device connected here, each on its own
+// goroutine (a call may take minutes).
+func (n *Node) serve(id string) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			var req request
+			if err := json.Unmarshal(m.Data, &req); err != nil {
+				respond(m, reply{Error: &replyError{Code: hub.EBADREQUEST, Message: "malformed cluster request: " + err.Error()}})
+				return
+			}
+			timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+			if timeout <= 0 || timeout > 10*time.Minute {
+				timeout = 30 * time.Second
+			}
+			ctx, cancel := context.WithTimeout(n.ctx, timeout)
+			defer cancel()
+			var out reply
+			switch req.Op {
+			case "call":
+				res, err := n.reg.Forward(ctx, id, req.Tool, req.Arguments)
+				if err != nil {
+					out.Error = toReplyError(err)
+				} else {
+					out.Result = &res
+				}
+			case "iot":
+				if err := n.reg.ForwardIoT(ctx, id, req.Commands); err != nil {
+					out.Error = toReplyError(err)
+				}
+			default:
+				out.Error = &replyError{Code: hub.EBADREQUEST, Message: "unknown cluster request " + req.Op}
+			}
+			respond(m, out)
+		}()
+	}
+}
+
+func toReplyError(err error) *replyError {
+	code := hub.ErrorCode(err)
+	if code == "" {
+		code = hub.EINTERNAL
+	}
+	return &replyError{Code: code, Message: hub.ErrorMessage(err)}
+}
+
+func respond(m *nats.Msg, r reply) {
+	b, _ := json.Marshal(r)
+	m.Respond(b)
+}
+
+// attachWaiting attaches a device whose claim came before its record.
+func (n *Node) attachWaiting(id string) {
+	n.rmu.Lock()
+	c, ok := n.waiting[id]
+	n.rmu.Unlock()
+	if ok {
+		n.attach(id, c)
+	}
+}

@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/xiaozhi-hub/hub"
+)
+
+// remoteConn is registry.Conn for a device connected to another node: each
+// call is a NATS request to the device's subject, answered by that node.
+type remoteConn struct {
+	n        *Node
+	id, node string
+	ctx      context.Context // ends when the link does: calls in flight fail
+	cancel   context.CancelFunc
+}
+
+func newRemoteConn(n *Node, id, node string) *remoteConn {
+	ctx, cancel := context.WithCancel(n.ctx)
+	return &remoteConn{n: n, id: id, node: node, ctx: ctx, cancel: cancel}
+}
+
+func (c *remoteConn) end() { c.cancel() }
+
+// Close is the registry ending the link (a newer one replaced it, or the
+// device was deleted): the connection itself belongs to the other node.
+func (c *remoteConn) Close(string) { c.cancel() }
+
+func (c *remoteConn) CallTool(ctx context.Context, name string, args json.RawMessage) (hub.CallResult, error) {
+	var r reply
+	if err := c.do(ctx, request{Op: "call", Tool: name, Arguments: args}, &r); err != nil {
+		return hub.CallResult{}, err
+	}
+	if r.Error != nil {
+		return hub.CallResult{}, &hub.Error{Code: r.Error.Code, Message: r.Error.Message}
+	}
+	if r.Result == nil {
+		return hub.CallResult{}, hub.Errorf(hub.EINTERNAL, "hub node %s answered the call on %s without a result", c.node, c.id)
+	}
+	return *r.Result, nil
+}
+
+func (c *remoteConn) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error {
+	var r reply
+	if err := c.do(ctx, request{Op: "iot", Commands: cmds}, &r); err != nil {
+		return err
+	}
+	if r.Error != nil {
+		return &hub.Error{Code: r.Error.Code, Message: r.Error.Message}
+	}
+	return nil
+}
+
+func (c *remoteConn) do(ctx context.Context, req request, out *reply) error {
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMs = max(1, time.Until(dl).Milliseconds())
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	m, err := c.n.nc.RequestWithContext(ctx, subject(c.id), b)
+	switch {
+	case err == nil:
+	case errors.Is(err, nats.ErrNoResponders):
+		return hub.Errorf(hub.EGONE, "device %q is no longer connected to hub node %s", c.id, c.node)
+	case c.ctx.Err() != nil:
+		return hub.Errorf(hub.EGONE, "the hub node %s holding device %q's connection went away during the call", c.node, c.id)
+	case errors.Is(err, context.DeadlineExceeded):
+		return hub.Errorf(hub.ETIMEOUT, "device %q (on hub node %s) did not answer in time", c.id, c.node)
+	default:
+		return fmt.Errorf("cluster request to %s for %s: %w", c.node, c.id, err)
+	}
+	if err := json.Unmarshal(m.Data, out); err != nil {
+		return hub.Errorf(hub.EINTERNAL, "hub node %s answered with malformed JSON: %v", c.node, err)
+	}
+	return nil
+}

@@ -1,0 +1,407 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/registry"
+)
+
+// Keys in the state bucket.
+func deviceKey(id string) string      { return "d." + key(id) }
+func toolsKey(id string) string       { return "t." + key(id) }
+func toolsetKey(hash string) string   { return "s." + key(hash) }
+func thingKey(id, name string) string { return "i." + key(id) + "." + key(name) }
+func thingsPrefix(id string) string   { return "i." + key(id) + "." }
+func toolsPointer(hash string) []byte { return []byte(hash) }
+func parseKey(k string) (kind, id, name string, ok bool) {
+	parts := strings.Split(k, ".")
+	if len(parts) < 2 {
+		return "", "", "", false
+	}
+	id, ok = unkey(parts[1])
+	if !ok {
+		return "", "", "", false
+	}
+	if parts[0] == "i" {
+		if len(parts) != 3 {
+			return "", "", "", false
+		}
+		name, ok = unkey(parts[2])
+	}
+	return parts[0], id, name, ok
+}
+
+// sharedStore is the registry's store on a cluster node: each change goes
+// to the shared state, then to the node's own store. Reads, call records
+// and events stay local.
+type sharedStore struct {
+	registry.Store
+	n *Node
+}
+
+func (s *sharedStore) SaveDevice(ctx context.Context, d hub.Device) error {
+	if err := s.n.putDevice(ctx, d); err != nil {
+		return hub.Errorf(hub.EUNAVAILABLE, "the cluster's shared state did not take the change of device %q: %v", d.ID, err)
+	}
+	return s.Store.SaveDevice(ctx, d)
+}
+
+func (s *sharedStore) SaveTools(ctx context.Context, id, hash string, tools []hub.Tool) error {
+	if err := s.n.putTools(ctx, id, hash, tools); err != nil {
+		return hub.Errorf(hub.EUNAVAILABLE, "the cluster's shared state did not take the tools of device %q: %v", id, err)
+	}
+	return s.Store.SaveTools(ctx, id, hash, tools)
+}
+
+func (s *sharedStore) SaveThing(ctx context.Context, id string, t hub.Thing) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if err := s.n.put(ctx, thingKey(id, t.Name), b); err != nil {
+		return hub.Errorf(hub.EUNAVAILABLE, "the cluster's shared state did not take thing %s of device %q: %v", t.Name, id, err)
+	}
+	return s.Store.SaveThing(ctx, id, t)
+}
+
+func (s *sharedStore) DeleteDevice(ctx context.Context, id string) error {
+	if err := s.n.deleteDevice(ctx, id); err != nil {
+		return hub.Errorf(hub.EUNAVAILABLE, "the cluster's shared state did not take the deletion of device %q: %v", id, err)
+	}
+	return s.Store.DeleteDevice(ctx, id)
+}
+
+// put writes a value this node produced, unless the bucket already holds
+// it (a change that came from the bucket, being applied here).
+func (n *Node) put(ctx context.Context, k string, val []byte) error {
+	n.mu.Lock()
+	cur, ok := n.seen[k]
+	n.mu.Unlock()
+	if ok && !cur.deleted && bytes.Equal(cur.val, val) {
+		return nil
+	}
+	rev, err := n.state.Put(ctx, k, val)
+	if err != nil {
+		return err
+	}
+	n.note(k, seenValue{rev: rev, val: val})
+	return nil
+}
+
+func (n *Node) note(k string, v seenValue) {
+	n.mu.Lock()
+	if cur, ok := n.seen[k]; !ok || v.rev >= cur.rev {
+		n.seen[k] = v
+	}
+	n.mu.Unlock()
+}
+
+// putDevice writes a device record with compare-and-set. When another
+// node wrote the record since this node last saw it, the fields this
+// change touched are applied to that newer record, and the merged record
+// is written (and applied here too).
+func (n *Node) putDevice(ctx context.Context, d hub.Device) error {
+	k := deviceKey(d.ID)
+	d = registry.Stored(d)
+	for range 8 {
+		val, err := canonical(d)
+		if err != nil {
+			return err
+		}
+		n.mu.Lock()
+		cur, ok := n.seen[k]
+		n.mu.Unlock()
+		if ok && !cur.deleted && bytes.Equal(cur.val, val) {
+			return nil
+		}
+		var rev uint64
+		if !ok || cur.deleted {
+			rev, err = n.state.Create(ctx, k, val)
+		} else {
+			rev, err = n.state.Update(ctx, k, val, cur.rev)
+		}
+		if err == nil {
+			n.note(k, seenValue{rev: rev, val: val})
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return err
+		}
+		// Another node wrote first: merge onto what it wrote.
+		latest, err := n.state.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			n.note(k, seenValue{deleted: true, rev: 0})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var base, theirs hub.Device
+		if ok && !cur.deleted {
+			json.Unmarshal(cur.val, &base)
+		}
+		if err := json.Unmarshal(latest.Value(), &theirs); err != nil {
+			return fmt.Errorf("device record of %s in the shared state: %w", d.ID, err)
+		}
+		d = merge(base, d, theirs)
+		n.note(k, seenValue{rev: latest.Revision(), val: latest.Value()})
+		n.reapply(d.ID)
+	}
+	return fmt.Errorf("device %s: too many concurrent changes", d.ID)
+}
+
+// canonical is a device record as the bucket holds it: marshalled after
+// one round trip, so that a record read from the bucket and saved again
+// gives the same bytes (times and raw JSON in one form), and is
+// recognised as nothing new.
+func canonical(d hub.Device) ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	var again hub.Device
+	if err := json.Unmarshal(b, &again); err != nil {
+		return nil, err
+	}
+	return json.Marshal(again)
+}
+
+// merge applies to theirs the fields in which ours differs from base.
+func merge(base, ours, theirs hub.Device) hub.Device {
+	b, o, t := reflect.ValueOf(base), reflect.ValueOf(ours), reflect.ValueOf(&theirs).Elem()
+	for i := range b.NumField() {
+		if !reflect.DeepEqual(b.Field(i).Interface(), o.Field(i).Interface()) {
+			t.Field(i).Set(o.Field(i))
+		}
+	}
+	return theirs
+}
+
+// reapply brings the registry's record of a device up to the shared one
+// (after a merge, the registry holds only this node's side of it).
+func (n *Node) reapply(id string) {
+	if n.ctx == nil {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		e, err := n.state.Get(n.ctx, deviceKey(id))
+		if err != nil {
+			return
+		}
+		n.apply(n.ctx, e)
+	}()
+}
+
+func (n *Node) putTools(ctx context.Context, id, hash string, tools []hub.Tool) error {
+	sk := toolsetKey(hash)
+	n.mu.Lock()
+	_, known := n.seen[sk]
+	n.mu.Unlock()
+	if !known {
+		b, err := json.Marshal(tools)
+		if err != nil {
+			return err
+		}
+		rev, err := n.state.Create(ctx, sk, b)
+		switch {
+		case err == nil:
+			n.note(sk, seenValue{rev: rev, val: b})
+		case errors.Is(err, jetstream.ErrKeyExists): // stored once per content
+			n.note(sk, seenValue{rev: 1, val: b})
+		default:
+			return err
+		}
+	}
+	return n.put(ctx, toolsKey(id), toolsPointer(hash))
+}
+
+func (n *Node) deleteDevice(ctx context.Context, id string) error {
+	k := deviceKey(id)
+	n.mu.Lock()
+	cur, ok := n.seen[k]
+	n.mu.Unlock()
+	if ok && cur.deleted {
+		return nil // the deletion came from the bucket
+	}
+	keys := []string{k, toolsKey(id)}
+	lister, err := n.state.ListKeysFiltered(ctx, thingsPrefix(id)+">")
+	if err == nil {
+		for tk := range lister.Keys() {
+			keys = append(keys, tk)
+		}
+	}
+	for _, dk := range keys {
+		if err := n.state.Delete(ctx, dk); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		n.note(dk, seenValue{deleted: true, rev: cur.rev + 1})
+	}
+	return nil
+}
+
+// syncState applies the whole shared state to the registry, then puts in
+// the shared state what only this node knew (a hub joining a cluster
+// with devices of its own), then follows the bucket.
+func (n *Node) syncState(ctx context.Context) error {
+	w, err := n.state.WatchAll(n.ctx)
+	if err != nil {
+		return err
+	}
+	inShared := map[string]bool{}
+	for initial := true; initial; {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("the shared state's watch ended")
+			}
+			if e == nil {
+				initial = false
+				break
+			}
+			if kind, id, _, ok := parseKey(e.Key()); ok && kind == "d" {
+				inShared[id] = true
+			}
+			n.apply(ctx, e)
+		}
+	}
+	for _, d := range n.reg.Devices() {
+		if inShared[d.ID] {
+			continue
+		}
+		if err := n.putDevice(ctx, d); err != nil {
+			return err
+		}
+		if tools, _, err := n.reg.Tools(d.ID); err == nil && d.ToolsHash != "" {
+			if err := n.putTools(ctx, d.ID, d.ToolsHash, tools); err != nil {
+				return err
+			}
+		}
+		things, _ := n.reg.Things(d.ID)
+		for _, t := range things {
+			b, _ := json.Marshal(t)
+			if err := n.put(ctx, thingKey(d.ID, t.Name), b); err != nil {
+				return err
+			}
+		}
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer w.Stop()
+		for {
+			select {
+			case <-n.ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e != nil {
+					n.applyQ <- e
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (n *Node) applyLoop() {
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case e := <-n.applyQ:
+			n.apply(n.ctx, e)
+		}
+	}
+}
+
+// toolset is a stored tool list. The watch delivers it before any pointer
+// to it (it is written first), so it is usually known already; a read of
+// the bucket is the fallback, retried while a replica catches up.
+func (n *Node) toolset(ctx context.Context, hash string) ([]hub.Tool, error) {
+	k := toolsetKey(hash)
+	n.mu.Lock()
+	v, ok := n.seen[k]
+	n.mu.Unlock()
+	val := v.val
+	if !ok || v.deleted {
+		err := retry(ctx, 5*time.Second, func() error {
+			e, err := n.state.Get(ctx, k)
+			if err == nil {
+				val = e.Value()
+				n.note(k, seenValue{rev: e.Revision(), val: val})
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tool list %s: %w", hash, err)
+		}
+	}
+	var tools []hub.Tool
+	if err := json.Unmarshal(val, &tools); err != nil {
+		return nil, fmt.Errorf("tool list %s in the shared state: %w", hash, err)
+	}
+	return tools, nil
+}
+
+// apply brings the registry up to one entry of the shared state, unless
+// this node already has it (its own write, or an older revision).
+func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
+	k := e.Key()
+	deleted := e.Operation() != jetstream.KeyValuePut
+	n.mu.Lock()
+	cur, ok := n.seen[k]
+	if ok && e.Revision() <= cur.rev {
+		n.mu.Unlock()
+		return
+	}
+	n.seen[k] = seenValue{rev: e.Revision(), val: e.Value(), deleted: deleted}
+	n.mu.Unlock()
+	kind, id, name, ok := parseKey(k)
+	if !ok {
+		return
+	}
+	var err error
+	switch {
+	case kind == "d" && deleted:
+		err = n.reg.DeleteDevice(ctx, id)
+		if hub.ErrorCode(err) == hub.ENOTFOUND {
+			err = nil
+		}
+	case kind == "d":
+		var d hub.Device
+		if err = json.Unmarshal(e.Value(), &d); err == nil {
+			if err = n.reg.Apply(ctx, d); err == nil {
+				n.attachWaiting(id)
+			}
+		}
+	case kind == "t" && !deleted:
+		var tools []hub.Tool
+		if tools, err = n.toolset(ctx, string(e.Value())); err == nil {
+			err = n.reg.ApplyTools(ctx, id, string(e.Value()), tools)
+		}
+	case kind == "i" && !deleted:
+		var t hub.Thing
+		if err = json.Unmarshal(e.Value(), &t); err == nil && t.Name == name {
+			err = n.reg.ApplyThing(ctx, id, t)
+		}
+	}
+	if err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+		n.log.Warn("could not apply a change from the cluster", "key", k, "device", id, "err", err)
+	}
+}

@@ -1,0 +1,150 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/iot"
+)
+
+// The methods here apply what another hub node of a cluster changed
+// (package cluster reads it from the shared state): written to the local
+// store and served like the registry's own changes, with the same events.
+
+// Stored is the part of a device the store keeps and the cluster shares:
+// d without what the registry derives or only this connection knows.
+func Stored(d hub.Device) hub.Device {
+	d.Online, d.Node, d.Transport = false, "", ""
+	d.ToolCount, d.ThingCount, d.ToolsHash, d.ToolsStale, d.ToolsError = 0, 0, "", false, ""
+	if d.Aliases == nil {
+		d.Aliases = []string{}
+	}
+	return d
+}
+
+// Apply makes the device's stored fields those of d, creating the device
+// if it is new here. It publishes device_updated when something changed.
+func (r *Registry) Apply(ctx context.Context, d hub.Device) error {
+	d = Stored(d)
+	r.mu.Lock()
+	e, ok := r.devices[d.ID]
+	if !ok {
+		e = &entry{dev: hub.Device{ID: d.ID, Aliases: []string{}}, things: map[string]*hub.Thing{}}
+		r.devices[d.ID] = e
+	}
+	same := ok && reflect.DeepEqual(Stored(e.dev), d)
+	r.mu.Unlock()
+	if same {
+		return nil
+	}
+	view, err := r.mutate(ctx, e, func(cur *hub.Device) {
+		transport := cur.Transport
+		*cur = d
+		cur.Transport = transport
+	})
+	if err != nil {
+		return err
+	}
+	r.publish(hub.EventDeviceUpdated, d.ID, view)
+	return nil
+}
+
+// ApplyTools makes tools (whose content hash is hash) the device's cached
+// list, as fresh, and publishes tools_changed.
+func (r *Registry) ApplyTools(ctx context.Context, id, hash string, tools []hub.Tool) error {
+	tools = r.prepare(tools)
+	r.mu.Lock()
+	e, ok := r.devices[id]
+	if !ok {
+		r.mu.Unlock()
+		return notFound(id)
+	}
+	if e.tools != nil && e.tools.hash == hash {
+		e.stale = false
+		r.mu.Unlock()
+		return nil
+	}
+	var old []hub.Tool
+	if e.tools != nil {
+		old = e.tools.tools
+	}
+	r.releaseLocked(e.tools)
+	e.tools = r.internLocked(hash, tools)
+	e.stale, e.failed = false, ""
+	r.mu.Unlock()
+	e.saveMu.Lock()
+	err := r.store.SaveTools(ctx, id, hash, tools)
+	e.saveMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("save tools of %s: %w", id, err)
+	}
+	change := diffTools(old, tools)
+	r.publish(hub.EventToolsChanged, id, struct {
+		hub.ToolChange
+		Count int    `json:"count"`
+		Hash  string `json:"hash"`
+	}{change, len(tools), hash})
+	return nil
+}
+
+// ApplyThing adds or replaces one IoT thing (descriptor and state).
+func (r *Registry) ApplyThing(ctx context.Context, id string, t hub.Thing) error {
+	r.mu.Lock()
+	e, ok := r.devices[id]
+	if !ok {
+		r.mu.Unlock()
+		return notFound(id)
+	}
+	if cur := e.things[t.Name]; cur != nil && reflect.DeepEqual(*cur, t) {
+		r.mu.Unlock()
+		return nil
+	}
+	c := iot.Clone(t)
+	e.things[t.Name] = &c
+	r.mu.Unlock()
+	e.saveMu.Lock()
+	err := r.store.SaveThing(ctx, id, t)
+	e.saveMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("save thing %s of %s: %w", t.Name, id, err)
+	}
+	r.publish(hub.EventIoTChanged, id, map[string]any{"thing": t.Name, "state": t.State})
+	return nil
+}
+
+// Forward runs a tool on a device connected to this hub itself, for
+// another node of the cluster, which has checked and will record the call.
+// A device that is not connected here is EOFFLINE.
+func (r *Registry) Forward(ctx context.Context, id, tool string, args json.RawMessage) (hub.CallResult, error) {
+	conn, err := r.localConn(id)
+	if err != nil {
+		return hub.CallResult{}, err
+	}
+	return conn.CallTool(ctx, tool, args)
+}
+
+// ForwardIoT sends IoT commands to a device connected to this hub itself,
+// for another node of the cluster.
+func (r *Registry) ForwardIoT(ctx context.Context, id string, cmds []hub.IoTCommand) error {
+	conn, err := r.localConn(id)
+	if err != nil {
+		return err
+	}
+	return conn.SendIoT(ctx, cmds)
+}
+
+func (r *Registry) localConn(id string) (Conn, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.devices[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	if e.link == nil || e.node != "" {
+		return nil, offline(id)
+	}
+	return e.link.conn, nil
+}

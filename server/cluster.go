@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/xiaozhi-hub/hub/cluster"
+)
+
+// clusterSide is this hub's part of a cluster (cluster-nats set): its
+// NATS connection, the embedded NATS node if it runs one, and its
+// membership.
+type clusterSide struct {
+	node     *cluster.Node
+	nc       *nats.Conn
+	embedded *cluster.Embedded // nil with an external NATS
+}
+
+// openCluster connects to NATS (starting the embedded node first when
+// cluster-nats is "embedded") and opens the shared buckets.
+func openCluster(ctx context.Context, cfg Config, log *slog.Logger) (*clusterSide, error) {
+	name := cfg.clusterNode()
+	c := &clusterSide{}
+	var err error
+	if cfg.ClusterNATS == "embedded" {
+		c.embedded, err = cluster.StartEmbedded(cluster.EmbeddedOptions{
+			Name: name, StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: cfg.ClusterListen, Peers: cfg.ClusterPeers,
+			ClientListen: cfg.ClusterNATSListen, Logger: log.With("component", "nats"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.nc, err = c.embedded.Connect("xiaozhi-hub " + name)
+	} else {
+		c.nc, err = cluster.Dial(strings.Split(cfg.ClusterNATS, ","), "xiaozhi-hub "+name)
+	}
+	if err != nil {
+		c.close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c.node, err = cluster.Open(ctx, c.nc, cluster.Options{Name: name, Replicas: cfg.clusterReplicas(), Logger: log.With("component", "cluster")})
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// close leaves the cluster and stops NATS; after the registry has closed.
+func (c *clusterSide) close() {
+	if c.node != nil {
+		c.node.Close()
+	}
+	if c.nc != nil {
+		c.nc.Drain()
+		c.nc.Close()
+	}
+	if c.embedded != nil {
+		c.embedded.Shutdown()
+	}
+}
+
+// clusterNode is the node's name: cluster-node, or the host name and
+// the port the hub listens on.
+func (c Config) clusterNode() string {
+	if c.ClusterNode != "" {
+		return c.ClusterNode
+	}
+	host, _ := os.Hostname()
+	_, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		port = c.Listen
+	}
+	return host + "-" + port
+}
+
+func (c Config) clusterReplicas() int {
+	if c.ClusterReplicas > 0 {
+		return c.ClusterReplicas
+	}
+	if c.ClusterNATS == "embedded" && len(c.ClusterPeers) >= 2 {
+		return 3
+	}
+	return 1
+}
+
+// Crash stops the hub as a killed process would, for the cluster's
+// failure tests: NATS goes first, so the node hands nothing over (its
+// devices' claims and its lease are left to expire), then every
+// connection is cut.
+func (h *Hub) Crash() {
+	if c := h.cluster; c != nil {
+		if c.embedded != nil {
+			c.embedded.Shutdown()
+		}
+		c.nc.Close()
+		c.node.Abandon()
+		h.cluster = nil
+	}
+	h.Close()
+}

@@ -1,0 +1,222 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/server/servertest"
+	"github.com/xiaozhi-hub/hub/sim"
+)
+
+// clusterNode is one hub of an in-process cluster.
+type clusterNode struct {
+	*testHub
+	name string
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startCluster runs n hubs, each with an embedded NATS node, joined by
+// routes into one NATS cluster (JetStream replicas 3 when n ≥ 3). They
+// are opened together: JetStream needs a quorum before any can start.
+func startCluster(t *testing.T, n int) []*clusterNode {
+	t.Helper()
+	routes := make([]string, n)
+	for i := range routes {
+		routes[i] = freePort(t)
+	}
+	nodes := make([]*clusterNode, n)
+	began := time.Now()
+	defer func() { t.Logf("%d hubs up in %v", n, time.Since(began).Round(time.Millisecond)) }()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		var peers []string
+		for j, r := range routes {
+			if j != i {
+				peers = append(peers, "nats://"+r)
+			}
+		}
+		cfg := server.DefaultConfig()
+		cfg.Listen, cfg.DataDir, cfg.APIToken, cfg.DeviceAuth = "127.0.0.1:0", t.TempDir(), servertest.Token, "open"
+		cfg.ClusterNATS, cfg.ClusterNode, cfg.ClusterListen, cfg.ClusterPeers = "embedded", fmt.Sprintf("hub-%d", i+1), routes[i], peers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			h, err := server.Open(context.Background(), cfg, log)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- h.Run(ctx) }()
+			stop := sync.OnceFunc(func() { cancel(); <-done })
+			nodes[i] = &clusterNode{testHub: &testHub{Hub: h, t: t, dir: cfg.DataDir, stop: stop}, name: cfg.ClusterNode}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("hub-%d: %v", i+1, err)
+		}
+	}
+	t.Cleanup(func() {
+		began := time.Now()
+		defer func() { t.Logf("%d hubs stopped in %v", n, time.Since(began).Round(time.Millisecond)) }()
+		var wg sync.WaitGroup
+		for _, c := range nodes {
+			wg.Add(1)
+			go func() { defer wg.Done(); c.stop() }()
+		}
+		wg.Wait()
+	})
+	return nodes
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// connectTo starts a simulated device against one node.
+func connectTo(t *testing.T, c *clusterNode, cfg sim.Config) *sim.Device {
+	t.Helper()
+	cfg.URL = c.DeviceURL()
+	d := sim.New(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Connect(ctx); err != nil {
+		t.Fatalf("device %s on %s: %v", cfg.DeviceID, c.name, err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func (c *clusterNode) device(id string) map[string]any {
+	_, d := c.call("GET", "/api/devices/"+id, nil)
+	return d
+}
+
+func lampTool(t *testing.T, c *clusterNode, id string) string {
+	t.Helper()
+	_, body := c.call("GET", "/api/devices/"+id+"/tools", nil)
+	tools, _ := body["tools"].([]any)
+	for _, tl := range tools {
+		if n := tl.(map[string]any)["name"].(string); strings.Contains(n, "lamp") && strings.Contains(n, "turn_on") {
+			return n
+		}
+	}
+	return ""
+}
+
+// Three hubs act as one: a device on any node is online, listed with its
+// tools and callable on every node; a rename on one is seen on all.
+func TestClusterServesEveryDeviceOnEveryNode(t *testing.T) {
+	nodes := startCluster(t, 3)
+	d1 := connectTo(t, nodes[0], sim.Config{DeviceID: "aa:00:00:00:0c:01", Lamp: true})
+	d3 := connectTo(t, nodes[2], sim.Config{DeviceID: "aa:00:00:00:0c:03", Lamp: true})
+
+	for _, d := range []*sim.Device{d1, d3} {
+		for _, c := range nodes {
+			waitFor(t, d.ID()+" online with its tools on "+c.name, func() bool {
+				dev := c.device(d.ID())
+				return dev["online"] == true && dev["toolCount"] != nil && dev["toolCount"].(float64) > 0 && lampTool(t, c, d.ID()) != ""
+			})
+		}
+	}
+	if n := nodes[1].device(d1.ID())["node"]; n != "hub-1" {
+		t.Fatalf("on hub-2, %s is held by %v; want hub-1", d1.ID(), n)
+	}
+	if n := nodes[0].device(d1.ID())["node"]; n != nil {
+		t.Fatalf("on hub-1 itself, %s names a node: %v", d1.ID(), n)
+	}
+
+	// A call from every node reaches each device, wherever it is.
+	for _, d := range []*sim.Device{d1, d3} {
+		for _, c := range nodes {
+			st, body := c.call("POST", "/api/devices/"+d.ID()+"/tools/"+lampTool(t, c, d.ID())+"/call", map[string]any{"arguments": map[string]any{}})
+			if st != 200 || body["isError"] == true {
+				t.Fatalf("call on %s from %s = %d %v", d.ID(), c.name, st, body)
+			}
+		}
+		waitFor(t, d.ID()+"'s lamp on", d.LampOn)
+	}
+
+	// A rename on hub-2 is seen on hub-1 and hub-3, and survives the
+	// device's own updates on hub-1.
+	if st, body := nodes[1].call("PATCH", "/api/devices/"+d1.ID(), map[string]any{"name": "客厅灯", "room": "客厅"}); st != 200 {
+		t.Fatalf("rename on hub-2 = %d %v", st, body)
+	}
+	for _, c := range nodes {
+		waitFor(t, "the rename on "+c.name, func() bool {
+			dev := c.device(d1.ID())
+			return dev["name"] == "客厅灯" && dev["room"] == "客厅"
+		})
+	}
+
+	// The device list is one list: no device twice, each once online.
+	for _, c := range nodes {
+		_, list := c.call("GET", "/api/devices", nil)
+		devs, _ := list["devices"].([]any)
+		if len(devs) != 2 {
+			t.Fatalf("%s lists %d devices; want 2: %v", c.name, len(devs), devs)
+		}
+	}
+}
+
+// A node dies: its devices go offline everywhere within the lease, reconnect
+// to another node and are served from the shared cache at once, and the
+// dead node's claims do not come back.
+func TestClusterSurvivesANodesDeath(t *testing.T) {
+	nodes := startCluster(t, 3)
+	d := connectTo(t, nodes[0], sim.Config{DeviceID: "aa:00:00:00:0c:11", Lamp: true})
+	waitFor(t, "the device on hub-3", func() bool { return lampTool(t, nodes[2], d.ID()) != "" && nodes[2].device(d.ID())["online"] == true })
+	tool := lampTool(t, nodes[2], d.ID())
+
+	nodes[0].Crash()
+	start := time.Now()
+	waitFor(t, "the device offline on hub-2 and hub-3 after hub-1's death", func() bool {
+		return nodes[1].device(d.ID())["online"] == false && nodes[2].device(d.ID())["online"] == false
+	})
+	t.Logf("hub-1's death noticed after %v", time.Since(start).Round(100*time.Millisecond))
+	// A call meanwhile fails at once with a clear error, not a timeout.
+	st, body := nodes[2].call("POST", "/api/devices/"+d.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}})
+	if st != 409 {
+		t.Fatalf("call on a device of a dead node = %d %v; want 409 device_offline", st, body)
+	}
+
+	// The firmware reconnects (to whichever node the balancer gives it).
+	again := connectTo(t, nodes[1], sim.Config{DeviceID: d.ID(), Lamp: true})
+	// Its tools are served at once, from the shared cache, on every node.
+	if tl := lampTool(t, nodes[1], again.ID()); tl != tool {
+		t.Fatalf("right after reconnecting, hub-2 serves tool %q; want the cached %q", tl, tool)
+	}
+	waitFor(t, "the device online on hub-3 through hub-2", func() bool {
+		dev := nodes[2].device(d.ID())
+		return dev["online"] == true && dev["node"] == "hub-2"
+	})
+	st, body = nodes[2].call("POST", "/api/devices/"+d.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}})
+	if st != 200 || body["isError"] == true {
+		t.Fatalf("call from hub-3 through hub-2 = %d %v", st, body)
+	}
+	waitFor(t, "the lamp on", again.LampOn)
+}
