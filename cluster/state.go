@@ -105,21 +105,35 @@ func (n *Node) note(k string, v seenValue) {
 	n.mu.Unlock()
 }
 
-// putDevice writes a device record with compare-and-set. When another
-// node wrote the record since this node last saw it, the fields this
-// change touched are applied to that newer record, and the merged record
-// is written (and applied here too).
+// putDevice writes a device record with compare-and-set. What is written
+// is the newest shared record with this change applied: the fields in
+// which d differs from the registry's record before the change (a person's
+// rename, a system-info report), and, on the node holding the device's
+// connection, what the device reports about itself (it is the authority on
+// those). A write that raced another node's is merged again onto that one.
 func (n *Node) putDevice(ctx context.Context, d hub.Device) error {
 	k := deviceKey(d.ID)
 	d = registry.Stored(d)
+	before, owner := registry.Stored(hub.Device{ID: d.ID}), false
+	if cur, err := n.reg.Device(d.ID); err == nil {
+		before, owner = registry.Stored(cur), cur.Online && cur.Node == ""
+	}
+	n.mu.Lock()
+	cur, ok := n.seen[k]
+	n.mu.Unlock()
 	for range 8 {
-		val, err := canonical(d)
+		next := d
+		if ok && !cur.deleted {
+			var theirs hub.Device
+			if err := json.Unmarshal(cur.val, &theirs); err != nil {
+				return fmt.Errorf("device record of %s in the shared state: %w", d.ID, err)
+			}
+			next = merge(before, d, theirs, owner)
+		}
+		val, err := canonical(next)
 		if err != nil {
 			return err
 		}
-		n.mu.Lock()
-		cur, ok := n.seen[k]
-		n.mu.Unlock()
 		if ok && !cur.deleted && bytes.Equal(cur.val, val) {
 			return nil
 		}
@@ -131,6 +145,9 @@ func (n *Node) putDevice(ctx context.Context, d hub.Device) error {
 		}
 		if err == nil {
 			n.note(k, seenValue{rev: rev, val: val})
+			if !reflect.DeepEqual(registry.Stored(next), d) {
+				n.reapply(next, rev) // the registry holds only this node's side
+			}
 			return nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
@@ -138,23 +155,14 @@ func (n *Node) putDevice(ctx context.Context, d hub.Device) error {
 		}
 		// Another node wrote first: merge onto what it wrote.
 		latest, err := n.state.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			n.note(k, seenValue{deleted: true, rev: 0})
-			continue
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			cur, ok = seenValue{deleted: true}, true
+		case err != nil:
 			return err
+		default:
+			cur, ok = seenValue{rev: latest.Revision(), val: latest.Value()}, true
 		}
-		var base, theirs hub.Device
-		if ok && !cur.deleted {
-			json.Unmarshal(cur.val, &base)
-		}
-		if err := json.Unmarshal(latest.Value(), &theirs); err != nil {
-			return fmt.Errorf("device record of %s in the shared state: %w", d.ID, err)
-		}
-		d = merge(base, d, theirs)
-		n.note(k, seenValue{rev: latest.Revision(), val: latest.Value()})
-		n.reapply(d.ID)
 	}
 	return fmt.Errorf("device %s: too many concurrent changes", d.ID)
 }
@@ -175,31 +183,43 @@ func canonical(d hub.Device) ([]byte, error) {
 	return json.Marshal(again)
 }
 
-// merge applies to theirs the fields in which ours differs from base.
-func merge(base, ours, theirs hub.Device) hub.Device {
-	b, o, t := reflect.ValueOf(base), reflect.ValueOf(ours), reflect.ValueOf(&theirs).Elem()
+// reported are the fields a device reports about itself, on its
+// connection: the node holding the connection writes them as they are.
+var reported = map[string]bool{"ClientID": true, "ProtocolVersion": true, "Features": true, "MCP": true,
+	"LastSeen": true, "Board": true, "Firmware": true}
+
+// merge is theirs with this node's change: the fields where ours differs
+// from before, and, when this node holds the device, the reported ones.
+func merge(before, ours, theirs hub.Device, owner bool) hub.Device {
+	b, o, t := reflect.ValueOf(before), reflect.ValueOf(ours), reflect.ValueOf(&theirs).Elem()
+	typ := b.Type()
 	for i := range b.NumField() {
-		if !reflect.DeepEqual(b.Field(i).Interface(), o.Field(i).Interface()) {
+		changed := !reflect.DeepEqual(b.Field(i).Interface(), o.Field(i).Interface())
+		if changed || (owner && reported[typ.Field(i).Name]) {
 			t.Field(i).Set(o.Field(i))
 		}
 	}
 	return theirs
 }
 
-// reapply brings the registry's record of a device up to the shared one
-// (after a merge, the registry holds only this node's side of it).
-func (n *Node) reapply(id string) {
+// reapply brings the registry's record of a device up to the merged
+// record written as revision rev, unless a newer revision has come since.
+func (n *Node) reapply(d hub.Device, rev uint64) {
 	if n.ctx == nil {
 		return
 	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		e, err := n.state.Get(n.ctx, deviceKey(id))
-		if err != nil {
+		n.mu.Lock()
+		newer := n.seen[deviceKey(d.ID)].rev != rev
+		n.mu.Unlock()
+		if newer {
 			return
 		}
-		n.apply(n.ctx, e)
+		if err := n.reg.Apply(n.ctx, d, n.still(deviceKey(d.ID), rev)); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+			n.log.Warn("could not apply a merged device record", "device", d.ID, "err", err)
+		}
 	}()
 }
 
@@ -330,6 +350,16 @@ func (n *Node) applyLoop() {
 	}
 }
 
+// still reports whether revision rev is still the newest this node has of
+// key k: a change made here since must not be overwritten by it.
+func (n *Node) still(k string, rev uint64) func() bool {
+	return func() bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.seen[k].rev == rev
+	}
+}
+
 // toolset is a stored tool list. The watch delivers it before any pointer
 // to it (it is written first), so it is usually known already; a read of
 // the bucket is the fallback, retried while a replica catches up.
@@ -386,7 +416,7 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	case kind == "d":
 		var d hub.Device
 		if err = json.Unmarshal(e.Value(), &d); err == nil {
-			if err = n.reg.Apply(ctx, d); err == nil {
+			if err = n.reg.Apply(ctx, d, n.still(k, e.Revision())); err == nil {
 				n.attachWaiting(id)
 			}
 		}

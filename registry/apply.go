@@ -27,7 +27,10 @@ func Stored(d hub.Device) hub.Device {
 
 // Apply makes the device's stored fields those of d, creating the device
 // if it is new here. It publishes device_updated when something changed.
-func (r *Registry) Apply(ctx context.Context, d hub.Device) error {
+// current, if not nil, is asked with the device's writes held off, just
+// before d is written: false means d has been overtaken by a newer change
+// (made here meanwhile), and nothing is applied.
+func (r *Registry) Apply(ctx context.Context, d hub.Device, current func() bool) error {
 	d = Stored(d)
 	r.mu.Lock()
 	e, ok := r.devices[d.ID]
@@ -35,19 +38,24 @@ func (r *Registry) Apply(ctx context.Context, d hub.Device) error {
 		e = &entry{dev: hub.Device{ID: d.ID, Aliases: []string{}}, things: map[string]*hub.Thing{}}
 		r.devices[d.ID] = e
 	}
-	same := ok && reflect.DeepEqual(Stored(e.dev), d)
 	r.mu.Unlock()
-	if same {
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	r.mu.RLock()
+	same := ok && reflect.DeepEqual(Stored(e.dev), d)
+	r.mu.RUnlock()
+	if same || (current != nil && !current()) {
 		return nil
 	}
-	view, err := r.mutate(ctx, e, func(cur *hub.Device) {
-		transport := cur.Transport
-		*cur = d
-		cur.Transport = transport
-	})
-	if err != nil {
-		return err
+	if err := r.store.SaveDevice(ctx, d); err != nil {
+		return fmt.Errorf("save device %s: %w", d.ID, err)
 	}
+	r.mu.Lock()
+	transport := e.dev.Transport
+	e.dev = d
+	e.dev.Transport = transport
+	view := r.viewLocked(e)
+	r.mu.Unlock()
 	r.publish(hub.EventDeviceUpdated, d.ID, view)
 	return nil
 }

@@ -1,0 +1,155 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/cluster"
+	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/store"
+)
+
+// member is one hub's registry and cluster membership, without the rest
+// of a hub.
+type member struct {
+	node *cluster.Node
+	reg  *registry.Registry
+}
+
+func startNATS(t *testing.T) *cluster.Embedded {
+	t.Helper()
+	e, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Name: "nats", StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	return e
+}
+
+func join(t *testing.T, e *cluster.Embedded, name string) *member {
+	t.Helper()
+	ctx := context.Background()
+	nc, err := e.Connect(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := cluster.Open(ctx, nc, cluster.Options{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hub.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(node.Store(st), registry.Options{Presence: node.Presence})
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(ctx, reg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		reg.Close()
+		node.Close()
+		nc.Close()
+		st.Close()
+	})
+	return &member{node: node, reg: reg}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Two nodes change different fields of one device at the same time, over
+// and over: every change survives on both (the shared record is merged
+// field by field, not overwritten by the last writer).
+func TestConcurrentChangesOnTwoNodesAreMerged(t *testing.T) {
+	e := startNATS(t)
+	a, b := join(t, e, "a"), join(t, e, "b")
+	ctx := context.Background()
+	const id = "aa:00:00:00:0d:01"
+	if _, err := a.reg.Register(ctx, id, hub.DevicePatch{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the device on b", func() bool { _, err := b.reg.Device(id); return err == nil })
+
+	const rounds = 20
+	for i := range rounds {
+		name, room := fmt.Sprintf("lamp %d", i), fmt.Sprintf("room %d", i)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, err := a.reg.UpdateDevice(ctx, id, hub.DevicePatch{Room: &room}); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := b.reg.UpdateDevice(ctx, id, hub.DevicePatch{Name: &name}); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+	}
+	want := fmt.Sprintf("lamp %d / room %d", rounds-1, rounds-1)
+	for _, m := range []*member{a, b} {
+		d, _ := m.reg.Device(id)
+		eventually(t, m.node.Name()+" to hold both last changes (it has "+d.Name+" / "+d.Room+")", func() bool {
+			d, _ := m.reg.Device(id)
+			return d.Name+" / "+d.Room == want
+		})
+	}
+}
+
+// A device deleted on one node is deleted on the others, with its tools.
+func TestDeletionReachesEveryNode(t *testing.T) {
+	e := startNATS(t)
+	a, b := join(t, e, "a"), join(t, e, "b")
+	ctx := context.Background()
+	const id = "aa:00:00:00:0d:02"
+	name := "desk lamp"
+	if _, err := a.reg.Register(ctx, id, hub.DevicePatch{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the device on b", func() bool { d, err := b.reg.Device(id); return err == nil && d.Name == name })
+	if err := b.reg.DeleteDevice(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deletion on a", func() bool { _, err := a.reg.Device(id); return err != nil })
+
+	// A node that joins later gets the state as it is: no deleted device.
+	c := join(t, e, "c")
+	if _, err := c.reg.Device(id); err == nil {
+		t.Fatal("a node that joined after the deletion knows the deleted device")
+	}
+}
+
+// A hub that joins a cluster with devices of its own brings them into the
+// shared state; one that joins empty gets the cluster's devices.
+func TestJoiningShares(t *testing.T) {
+	e := startNATS(t)
+	a := join(t, e, "a")
+	ctx := context.Background()
+	name := "kitchen speaker"
+	if _, err := a.reg.Register(ctx, "aa:00:00:00:0d:03", hub.DevicePatch{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	b := join(t, e, "b")
+	if d, err := b.reg.Device("aa:00:00:00:0d:03"); err != nil || d.Name != name {
+		t.Fatalf("a node that joined later has %+v, %v; want the device at once", d, err)
+	}
+}
