@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +23,7 @@ type clusterNode struct {
 	name string
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,7 +36,7 @@ func freePort(t *testing.T) string {
 // startCluster runs n hubs, each with an embedded NATS node, joined by
 // routes into one NATS cluster (JetStream replicas 3 when n ≥ 3). They
 // are opened together: JetStream needs a quorum before any can start.
-func startCluster(t *testing.T, n int) []*clusterNode {
+func startCluster(t testing.TB, n int) []*clusterNode {
 	t.Helper()
 	routes := make([]string, n)
 	for i := range routes {
@@ -90,7 +92,7 @@ func startCluster(t *testing.T, n int) []*clusterNode {
 	return nodes
 }
 
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -98,7 +100,7 @@ func (w testLog) Write(p []byte) (int, error) {
 }
 
 // connectTo starts a simulated device against one node.
-func connectTo(t *testing.T, c *clusterNode, cfg sim.Config) *sim.Device {
+func connectTo(t testing.TB, c *clusterNode, cfg sim.Config) *sim.Device {
 	t.Helper()
 	cfg.URL = c.DeviceURL()
 	d := sim.New(cfg)
@@ -116,7 +118,7 @@ func (c *clusterNode) device(id string) map[string]any {
 	return d
 }
 
-func lampTool(t *testing.T, c *clusterNode, id string) string {
+func lampTool(t testing.TB, c *clusterNode, id string) string {
 	t.Helper()
 	_, body := c.call("GET", "/api/devices/"+id+"/tools", nil)
 	tools, _ := body["tools"].([]any)
@@ -194,12 +196,20 @@ func TestClusterSurvivesANodesDeath(t *testing.T) {
 
 	nodes[0].Crash()
 	start := time.Now()
+	// Right away, before the lease runs out: usually nobody answers the
+	// device's subject any more (502 at once); if the route to hub-1 has
+	// not been torn down yet, the call runs out its own timeout (504).
+	st, body := nodes[2].call("POST", "/api/devices/"+d.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}, "timeoutMs": 3000})
+	if st != 502 && st != 504 && st != 409 {
+		t.Fatalf("call right after hub-1's death = %d %v; want 502 device_disconnected (or 504 within its timeout)", st, body)
+	}
+	t.Logf("call right after the death: %d in %v", st, time.Since(start).Round(time.Millisecond))
 	waitFor(t, "the device offline on hub-2 and hub-3 after hub-1's death", func() bool {
 		return nodes[1].device(d.ID())["online"] == false && nodes[2].device(d.ID())["online"] == false
 	})
 	t.Logf("hub-1's death noticed after %v", time.Since(start).Round(100*time.Millisecond))
-	// A call meanwhile fails at once with a clear error, not a timeout.
-	st, body := nodes[2].call("POST", "/api/devices/"+d.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}})
+	// Once the lease is gone, the device is offline.
+	st, body = nodes[2].call("POST", "/api/devices/"+d.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}})
 	if st != 409 {
 		t.Fatalf("call on a device of a dead node = %d %v; want 409 device_offline", st, body)
 	}
@@ -219,4 +229,58 @@ func TestClusterSurvivesANodesDeath(t *testing.T) {
 		t.Fatalf("call from hub-3 through hub-2 = %d %v", st, body)
 	}
 	waitFor(t, "the lamp on", again.LampOn)
+}
+
+// natsServerBinary builds the real nats-server command from the module the
+// hub already depends on.
+func natsServerBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs nats-server")
+	}
+	bin := filepath.Join(t.TempDir(), "nats-server")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
+		t.Fatalf("build nats-server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Two hubs with cluster-nats set to the URL of a separately started
+// nats-server process (the external mode): a device on one is served by
+// the other, and a rename on one is seen on the other.
+func TestClusterOnAnExternalNATSServer(t *testing.T) {
+	bin := natsServerBinary(t)
+	addr := freePort(t)
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, "nats-server listening", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
+	var hubs []*clusterNode
+	for i := range 2 {
+		h := startHub(t, "", func(c *server.Config) {
+			c.ClusterNATS, c.ClusterNode = "nats://"+addr, fmt.Sprintf("ext-%d", i+1)
+		})
+		hubs = append(hubs, &clusterNode{testHub: h, name: fmt.Sprintf("ext-%d", i+1)})
+	}
+	d := connectTo(t, hubs[0], sim.Config{DeviceID: "aa:00:00:00:0c:21", Lamp: true})
+	waitFor(t, "the device on ext-2", func() bool { return lampTool(t, hubs[1], d.ID()) != "" && hubs[1].device(d.ID())["online"] == true })
+	st, body := hubs[1].call("POST", "/api/devices/"+d.ID()+"/tools/"+lampTool(t, hubs[1], d.ID())+"/call", map[string]any{"arguments": map[string]any{}})
+	if st != 200 || body["isError"] == true {
+		t.Fatalf("call through ext-1 from ext-2 = %d %v", st, body)
+	}
+	waitFor(t, "the lamp on", d.LampOn)
+	if st, _ := hubs[1].call("PATCH", "/api/devices/"+d.ID(), map[string]any{"name": "Desk lamp"}); st != 200 {
+		t.Fatalf("rename on ext-2 = %d", st)
+	}
+	waitFor(t, "the rename on ext-1", func() bool { return hubs[0].device(d.ID())["name"] == "Desk lamp" })
 }

@@ -181,3 +181,46 @@ func TestSystemdUnit(t *testing.T) {
 		t.Errorf("systemd-analyze security: %v\n%s", err, out)
 	}
 }
+
+// The cluster's compose file: three hubs whose settings parse (each naming
+// the two others as peers), behind nginx on the one published port.
+func TestClusterComposeFile(t *testing.T) {
+	var c struct {
+		Services map[string]struct {
+			Ports       []string          `yaml:"ports"`
+			Volumes     []string          `yaml:"volumes"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal([]byte(readRepoFile(t, "deploy/cluster/compose.yaml")), &c); err != nil {
+		t.Fatal(err)
+	}
+	nginx := readRepoFile(t, "deploy/cluster/nginx.conf")
+	for _, name := range []string{"hub-1", "hub-2", "hub-3"} {
+		s, ok := c.Services[name]
+		if !ok {
+			t.Fatalf("deploy/cluster/compose.yaml has no %s", name)
+		}
+		checkEnv(t, name, s.Environment)
+		env := map[string]string{}
+		for k, v := range s.Environment {
+			// ${VAR:-default} is its default; ${VAR:?why} must be set.
+			v = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`).ReplaceAllString(v, "$1")
+			env[k] = regexp.MustCompile(`\$\{[A-Z_]+:\?[^}]*\}`).ReplaceAllString(v, "set-by-the-operator-0123456789")
+		}
+		cfg, err := server.LoadConfig(nil, func(k string) string { return env[k] })
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if cfg.ClusterNode != name || len(cfg.ClusterPeers) != 2 || slices.Contains(cfg.ClusterPeers, "nats://"+name+":6222") {
+			t.Errorf("%s: node %q, peers %v", name, cfg.ClusterNode, cfg.ClusterPeers)
+		}
+		if !strings.Contains(nginx, "server "+name+":8000") {
+			t.Errorf("nginx.conf does not send traffic to %s", name)
+		}
+	}
+	if lb := c.Services["lb"]; !slices.Contains(lb.Ports, "8000:8000") {
+		t.Errorf("the load balancer publishes %v", lb.Ports)
+	}
+}
