@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -151,5 +152,51 @@ func TestJoiningShares(t *testing.T) {
 	b := join(t, e, "b")
 	if d, err := b.reg.Device("aa:00:00:00:0d:03"); err != nil || d.Name != name {
 		t.Fatalf("a node that joined later has %+v, %v; want the device at once", d, err)
+	}
+}
+
+// Only nodes that present the cluster's secret join its routes.
+func TestRoutesNeedTheSecret(t *testing.T) {
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	addrA, addrB := free(), free()
+	const secret = "the-right-secret-0123"
+	nodes := make([]*cluster.Embedded, 3)
+	var wg sync.WaitGroup
+	for i, o := range []cluster.EmbeddedOptions{
+		{Name: "a", Listen: addrA, Secret: secret, Peers: []string{"nats://" + addrB}},
+		{Name: "b", Listen: addrB, Secret: secret, Peers: []string{"nats://" + addrA}},
+		{Name: "intruder", Listen: "127.0.0.1:0", Secret: "a-wrong-secret-456789", Peers: []string{"nats://" + addrA, "nats://" + addrB}},
+	} {
+		o.StoreDir = t.TempDir()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := cluster.StartEmbedded(o)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			nodes[i] = e
+			t.Cleanup(e.Shutdown)
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	eventually(t, "a and b joined", func() bool { return nodes[0].Routes() >= 1 })
+	time.Sleep(2 * time.Second) // the intruder retries every second
+	if in := nodes[2].Routes(); in != 0 {
+		t.Fatalf("the node with a wrong secret has %d routes; want none", in)
+	}
+	if _, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Name: "c", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"}); err == nil {
+		t.Fatal("a node with routes started without a secret")
 	}
 }

@@ -24,6 +24,10 @@ type EmbeddedOptions struct {
 	// (nats://host:port).
 	Listen string
 	Peers  []string
+	// Secret authenticates the routes between nodes: a node that does not
+	// present it cannot join (and read the shared state). Required with
+	// Listen.
+	Secret string
 	// ClientListen, if set, also serves NATS clients (the nats CLI, a
 	// monitoring tool) on host:port; the hub itself connects in-process.
 	ClientListen string
@@ -60,12 +64,16 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster-listen: %w", err)
 		}
-		opts.Cluster = server.ClusterOpts{Name: "xiaozhi-hub", Host: host, Port: port}
+		if len(o.Secret) < 16 {
+			return nil, errors.New("cluster-secret: the nodes' routes need a shared secret of at least 16 characters")
+		}
+		opts.Cluster = server.ClusterOpts{Name: "xiaozhi-hub", Host: host, Port: port, Username: "xiaozhi-hub", Password: o.Secret}
 		for _, p := range o.Peers {
 			u, err := url.Parse(p)
 			if err != nil || u.Host == "" {
 				return nil, fmt.Errorf("cluster-peers: %q is not a route URL such as nats://hub-2:6222", p)
 			}
+			u.User = url.UserPassword("xiaozhi-hub", o.Secret)
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
@@ -96,6 +104,9 @@ func (e *Embedded) RouteAddr() string {
 	}
 	return ""
 }
+
+// Routes is how many other NATS nodes this one is connected to.
+func (e *Embedded) Routes() int { return e.srv.NumRoutes() }
 
 // ClientURL is the node's client URL ("" when it serves none).
 func (e *Embedded) ClientURL() string {
@@ -143,6 +154,9 @@ func splitHostPort(addr string) (string, int, error) {
 	}
 	if host == "" {
 		host = "0.0.0.0"
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // NATS reads 0 as "the default port"
 	}
 	return host, port, nil
 }

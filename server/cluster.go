@@ -30,7 +30,7 @@ func openCluster(ctx context.Context, cfg Config, log *slog.Logger) (*clusterSid
 	var err error
 	if cfg.ClusterNATS == "embedded" {
 		c.embedded, err = cluster.StartEmbedded(cluster.EmbeddedOptions{
-			Name: name, StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: cfg.ClusterListen, Peers: cfg.ClusterPeers,
+			Name: name, StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: cfg.ClusterListen, Peers: cfg.ClusterPeers, Secret: cfg.ClusterSecret,
 			ClientListen: cfg.ClusterNATSListen, Logger: log.With("component", "nats"),
 		})
 		if err != nil {

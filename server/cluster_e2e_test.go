@@ -57,6 +57,7 @@ func startCluster(t testing.TB, n int) []*clusterNode {
 		cfg := server.DefaultConfig()
 		cfg.Listen, cfg.DataDir, cfg.APIToken, cfg.DeviceAuth = "127.0.0.1:0", t.TempDir(), servertest.Token, "open"
 		cfg.ClusterNATS, cfg.ClusterNode, cfg.ClusterListen, cfg.ClusterPeers = "embedded", fmt.Sprintf("hub-%d", i+1), routes[i], peers
+		cfg.ClusterSecret = "cluster-test-secret-0123456789"
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

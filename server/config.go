@@ -94,6 +94,7 @@ type Config struct {
 	ClusterNode       string   `yaml:"cluster-node" help:"this node's name in the cluster, unique and kept across restarts (default: host name and listen port)"`
 	ClusterListen     string   `yaml:"cluster-listen" help:"with cluster-nats embedded: where the other nodes' NATS routes reach this one, e.g. :6222 (empty: a NATS node alone)"`
 	ClusterPeers      []string `yaml:"cluster-peers" help:"with cluster-nats embedded: the other nodes' NATS routes, comma-separated, e.g. nats://hub-2:6222,nats://hub-3:6222"`
+	ClusterSecret     string   `yaml:"cluster-secret" help:"with cluster-listen: the secret every node presents on its NATS routes (the same on all nodes, at least 16 characters); a node without it cannot join"`
 	ClusterNATSListen string   `yaml:"cluster-nats-listen" help:"with cluster-nats embedded: also serve NATS clients (nats CLI, monitoring) on this host:port (empty: none)"`
 	ClusterReplicas   int      `yaml:"cluster-replicas" help:"copies JetStream keeps of the shared state (default: 3 with two or more cluster-peers, else 1)"`
 
@@ -150,6 +151,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClusterNATS != "embedded" && (c.ClusterListen != "" || len(c.ClusterPeers) > 0 || c.ClusterNATSListen != "") {
 		errs = append(errs, errors.New("cluster-listen, cluster-peers and cluster-nats-listen need cluster-nats: embedded"))
+	}
+	if c.ClusterListen != "" && len(c.ClusterSecret) < 16 {
+		errs = append(errs, errors.New("cluster-secret: cluster-listen needs a secret of at least 16 characters, the same on every node, so that nobody else can join the cluster's routes"))
 	}
 	if len(c.ClusterPeers) > 0 && c.ClusterListen == "" {
 		errs = append(errs, errors.New("cluster-peers needs cluster-listen: the address the peers' routes reach this node on"))
