@@ -69,7 +69,10 @@ type Node struct {
 	log   *slog.Logger
 	ttl   time.Duration
 
-	reg *registry.Registry // set by Start
+	reg        *registry.Registry // set by Start
+	trust      TrustService       // set by ServeTrust
+	trustLocal TrustStore         // set by TrustStore
+	trustSubs  []*nats.Subscription
 
 	mu   sync.Mutex
 	seen map[string]seenValue // state key → the newest revision this node has (applied or written)
@@ -220,6 +223,9 @@ func (n *Node) Close() {
 	claims := n.claimed
 	n.claimed = map[string]uint64{}
 	for _, s := range n.subs {
+		s.Unsubscribe()
+	}
+	for _, s := range n.trustSubs {
 		s.Unsubscribe()
 	}
 	n.subs = map[string]*nats.Subscription{}

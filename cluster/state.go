@@ -318,6 +318,9 @@ func (n *Node) syncState(ctx context.Context) error {
 			}
 		}
 	}
+	if err := n.seedTrust(ctx); err != nil {
+		return err
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -424,6 +427,11 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		var tools []hub.Tool
 		if tools, err = n.toolset(ctx, string(e.Value())); err == nil {
 			err = n.reg.ApplyTools(ctx, id, string(e.Value()), tools)
+		}
+	case kind == "a" && !deleted && n.trust != nil:
+		var d decision
+		if err = json.Unmarshal(e.Value(), &d); err == nil {
+			err = n.trust.ApplyTrust(ctx, d.trust())
 		}
 	case kind == "i" && !deleted:
 		var t hub.Thing

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -162,8 +163,42 @@ func (b activateBody) check() error {
 	return nil
 }
 
-// Pending returns the activations waiting for a person, oldest first.
+// Peers are the other nodes of a cluster, as the activation routes need
+// them: a code may have been issued by any node.
+type Peers interface {
+	// PeerPending lists the codes waiting on the other nodes.
+	PeerPending(ctx context.Context) []Activation
+	// PeerApprove approves a code issued by another node; ENOTFOUND when
+	// no node has it.
+	PeerApprove(ctx context.Context, code string, patch hub.DevicePatch) (Activation, Trust, error)
+}
+
+// Pending returns the activations waiting for a person, on this node and,
+// in a cluster, on the others, oldest first.
 func (s *Service) Pending() []Activation {
+	out := s.LocalPending()
+	if s.opts.Peers != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		seen := map[string]bool{}
+		for _, a := range out {
+			seen[a.Code] = true
+		}
+		for _, a := range s.opts.Peers.PeerPending(ctx) {
+			if !seen[a.Code] {
+				seen[a.Code] = true
+				out = append(out, a)
+			}
+		}
+		slices.SortFunc(out, func(a, b Activation) int {
+			return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Code, b.Code))
+		})
+	}
+	return out
+}
+
+// LocalPending returns the activations this node issued, oldest first.
+func (s *Service) LocalPending() []Activation {
 	now := s.opts.Now()
 	s.mu.Lock()
 	s.pending.prune(now)
@@ -183,6 +218,15 @@ func (s *Service) Pending() []Activation {
 // is durable. patch names the device (registered at once when a Registry
 // is set).
 func (s *Service) Approve(ctx context.Context, code string, patch hub.DevicePatch) (Activation, Trust, error) {
+	a, t, err := s.ApproveLocal(ctx, code, patch)
+	if hub.ErrorCode(err) == hub.ENOTFOUND && s.opts.Peers != nil {
+		return s.opts.Peers.PeerApprove(ctx, code, patch)
+	}
+	return a, t, err
+}
+
+// ApproveLocal is Approve for a code this node issued.
+func (s *Service) ApproveLocal(ctx context.Context, code string, patch hub.DevicePatch) (Activation, Trust, error) {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
 	now := s.opts.Now()

@@ -92,6 +92,13 @@ type Options struct {
 	// OnCheck, if set, learns the outcome of each OTA check: admitted,
 	// activation, refused or rate_limited (for metrics).
 	OnCheck func(outcome string)
+
+	// In a cluster (package cluster): ShareSecret, if set, is given the
+	// node's own device-token secret and returns the one all nodes use;
+	// Peers, if set, are the other nodes, asked for activation codes this
+	// node did not issue.
+	ShareSecret func(ctx context.Context, local []byte) ([]byte, error)
+	Peers       Peers
 }
 
 // Service is the OTA and activation endpoint and the device-auth policy. Its
@@ -178,6 +185,11 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	var err error
 	if s.secret, err = loadSecret(opts.SecretPath, s.log); err != nil {
 		return nil, err
+	}
+	if opts.ShareSecret != nil {
+		if s.secret, err = opts.ShareSecret(ctx, s.secret); err != nil {
+			return nil, fmt.Errorf("device secret: %w", err)
+		}
 	}
 	if opts.FirmwareDir != "" {
 		if s.fw, err = openFirmwareDir(opts.FirmwareDir, s.log); err != nil {

@@ -197,3 +197,42 @@ func (s *Service) recordCheck(ctx context.Context, c checkInfo, bindNow bool) {
 	s.trust[c.deviceID] = cur
 	s.mu.Unlock()
 }
+
+// ApplyTrust takes the decision part of t (identity binding, generation,
+// approval, revocation, activation evidence, transport) as another node
+// of the cluster decided it. A device whose tokens it ends is
+// disconnected.
+func (s *Service) ApplyTrust(ctx context.Context, t Trust) error {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	s.mu.RLock()
+	cur, known := s.trust[t.DeviceID]
+	s.mu.RUnlock()
+	next := cur
+	next.DeviceID, next.ClientID, next.SerialNumber, next.Generation = t.DeviceID, t.ClientID, t.SerialNumber, t.Generation
+	next.Approved, next.Revoked, next.Transport = t.Approved, t.Revoked, t.Transport
+	next.ActivationVersion, next.ActivationHMAC = t.ActivationVersion, t.ActivationHMAC
+	if known && decisionEqual(cur, next) {
+		return nil
+	}
+	if err := s.opts.Store.SaveTrust(ctx, next); err != nil {
+		return fmt.Errorf("apply trust of %s: %w", t.DeviceID, err)
+	}
+	s.mu.Lock()
+	s.trust[t.DeviceID] = next
+	if !next.Approved.IsZero() {
+		s.pending.removeDevice(t.DeviceID)
+	}
+	s.mu.Unlock()
+	ended := known && (cur.Generation != next.Generation || next.Revoked.After(cur.Revoked) || cur.ClientID != next.ClientID && cur.ClientID != "")
+	if ended && s.opts.Registry != nil {
+		s.opts.Registry.Disconnect(t.DeviceID, "the device's tokens were revoked or re-bound on another hub node")
+	}
+	return nil
+}
+
+func decisionEqual(a, b Trust) bool {
+	return a.ClientID == b.ClientID && a.SerialNumber == b.SerialNumber && a.Generation == b.Generation &&
+		a.Approved.Equal(b.Approved) && a.Revoked.Equal(b.Revoked) && a.Transport == b.Transport &&
+		a.ActivationVersion == b.ActivationVersion && a.ActivationHMAC == b.ActivationHMAC
+}

@@ -36,7 +36,7 @@ func freePort(t testing.TB) string {
 // startCluster runs n hubs, each with an embedded NATS node, joined by
 // routes into one NATS cluster (JetStream replicas 3 when n ≥ 3). They
 // are opened together: JetStream needs a quorum before any can start.
-func startCluster(t testing.TB, n int) []*clusterNode {
+func startCluster(t testing.TB, n int, edits ...func(*server.Config)) []*clusterNode {
 	t.Helper()
 	routes := make([]string, n)
 	for i := range routes {
@@ -58,6 +58,9 @@ func startCluster(t testing.TB, n int) []*clusterNode {
 		cfg.Listen, cfg.DataDir, cfg.APIToken, cfg.DeviceAuth = "127.0.0.1:0", t.TempDir(), servertest.Token, "open"
 		cfg.ClusterNATS, cfg.ClusterNode, cfg.ClusterListen, cfg.ClusterPeers = "embedded", fmt.Sprintf("hub-%d", i+1), routes[i], peers
 		cfg.ClusterSecret = "cluster-test-secret-0123456789"
+		for _, edit := range edits {
+			edit(&cfg)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -284,4 +287,63 @@ func TestClusterOnAnExternalNATSServer(t *testing.T) {
 		t.Fatalf("rename on ext-2 = %d", st)
 	}
 	waitFor(t, "the rename on ext-1", func() bool { return hubs[0].device(d.ID())["name"] == "Desk lamp" })
+}
+
+// Who may connect is the cluster's: a device shows its code after an OTA
+// check on hub-1, a person approves the code on hub-2, and the device, with
+// the token hub-1 gave it, connects to hub-3. Revoking it on hub-3 then
+// ends its connection there and its token everywhere.
+func TestClusterApprovalOnOneNodeAdmitsOnAnother(t *testing.T) {
+	nodes := startCluster(t, 3, func(c *server.Config) { c.DeviceAuth = "activation" })
+	codes := make(chan string, 4)
+	d := sim.New(sim.Config{DeviceID: "aa:00:00:00:0c:41", Lamp: true, OTAURL: nodes[0].OTAURL(),
+		ActivationPoll: 50 * time.Millisecond, OnActivation: func(code, _ string) { codes <- code }})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	provisioned := make(chan error, 1)
+	go func() { _, err := d.Provision(ctx); provisioned <- err }()
+	var code string
+	select {
+	case code = <-codes:
+	case <-ctx.Done():
+		t.Fatal("the device showed no code")
+	}
+	// hub-2 lists the code hub-1 issued, and approves it.
+	_, list := nodes[1].call("GET", "/api/activations", nil)
+	if !strings.Contains(fmt.Sprint(list["activations"]), code) {
+		t.Fatalf("hub-2 does not list code %s: %v", code, list)
+	}
+	if st, body := nodes[1].call("POST", "/api/activations/"+code+"/approve", map[string]any{"name": "门口音箱"}); st != 200 {
+		t.Fatalf("approve on hub-2 = %d %v", st, body)
+	}
+	if err := <-provisioned; err != nil {
+		t.Fatalf("provisioning at hub-1 after approval on hub-2: %v", err)
+	}
+	token := d.Config().Token
+	if token == "" {
+		t.Fatal("hub-1 gave the approved device no token")
+	}
+	// The device (the load balancer sent it to hub-3) connects with it.
+	on3 := connectTo(t, nodes[2], sim.Config{DeviceID: d.ID(), Lamp: true, Token: token})
+	waitFor(t, "the device online on hub-1 through hub-3", func() bool { return nodes[0].device(on3.ID())["node"] == "hub-3" })
+	if name := nodes[0].device(on3.ID())["name"]; name != "门口音箱" {
+		t.Fatalf("the name given at approval is %v on hub-1", name)
+	}
+	// Revoked on hub-1: its connection on hub-3 ends, and its token opens
+	// no node any more.
+	if st, body := nodes[0].call("POST", "/api/devices/"+d.ID()+"/token/revoke", nil); st != 200 {
+		t.Fatalf("revoke on hub-1 = %d %v", st, body)
+	}
+	select {
+	case <-on3.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the revoked device's connection on hub-3 is still open")
+	}
+	again := sim.New(sim.Config{URL: nodes[1].DeviceURL(), DeviceID: d.ID(), Token: token})
+	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ccancel()
+	if err := again.Connect(cctx); err == nil {
+		again.Close()
+		t.Fatal("hub-2 admitted a token revoked on hub-1")
+	}
 }

@@ -119,8 +119,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		}
 		mqttOffer = h.mqtt.offer(mq)
 	}
+	var trustStore ota.Store = st
+	var shareSecret func(context.Context, []byte) ([]byte, error)
+	var peers ota.Peers
+	if cl != nil {
+		trustStore, shareSecret, peers = cl.node.TrustStore(st), cl.node.ShareSecret, cl.node
+	}
 	trust, err := ota.New(ctx, ota.Options{
-		Store: st, Registry: reg, SecretPath: filepath.Join(cfg.DataDir, deviceSecretFile),
+		Store: trustStore, Registry: reg, SecretPath: filepath.Join(cfg.DataDir, deviceSecretFile),
+		ShareSecret: shareSecret, Peers: peers,
 		Policy: cfg.DeviceAuth, DeviceTokens: cfg.DeviceTokens, PublicURL: cfg.PublicURL,
 		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
 		MQTT: mqttOffer, Logger: log.With("component", "ota"), OnCheck: m.OTACheck,
@@ -167,7 +174,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		return nil
 	})
 	if cl != nil {
-		if err := cl.node.Start(ctx, reg); err != nil {
+		err := cl.node.ServeTrust(trust)
+		if err == nil {
+			err = cl.node.Start(ctx, reg)
+		}
+		if err != nil {
 			h.closeCore()
 			return nil, err
 		}
