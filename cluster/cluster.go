@@ -84,6 +84,8 @@ type Node struct {
 	alive   map[string]bool               // node name → lease seen on the last sweep
 	waiting map[string]claim              // device id → a claim that came before the device's record
 
+	stateW, presW *watched // the buckets as this node follows them
+
 	presence      *queue        // this node's presence news, in order
 	presenceEnded chan struct{} // closed when presenceLoop has written the last news
 	applyQ        chan jetstream.KeyValueEntry
@@ -132,6 +134,10 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 		applyQ: make(chan jetstream.KeyValueEntry, 1024),
 	}
 	n.presence = newQueue()
+	nc.SetReconnectHandler(func(*nats.Conn) { // the connection moved to another NATS node
+		signal(n.stateW.moved)
+		signal(n.presW.moved)
+	})
 	buckets := []struct {
 		kv  *jetstream.KeyValue
 		cfg jetstream.KeyValueConfig
@@ -158,6 +164,8 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 		}
 		*b.kv = kv
 	}
+	n.stateW = &watched{kv: n.state, moved: make(chan struct{}, 1)}
+	n.presW = &watched{kv: n.pres, moved: make(chan struct{}, 1)}
 	return n, nil
 }
 
@@ -188,7 +196,7 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 		return fmt.Errorf("cluster: presence: %w", err)
 	}
 	n.spawn(n.applyLoop)
-	n.spawn(func() { n.followPresence(pw) })
+	n.spawn(func() { n.follow(n.presW, pw, n.onPresence) })
 	n.spawn(n.leaseLoop)
 	n.presenceEnded = make(chan struct{})
 	go func() {
@@ -293,9 +301,21 @@ func (n *Node) leaseLoop() {
 			if err := n.sweep(ctx); err != nil {
 				n.log.Warn("could not read the nodes' leases", "err", err)
 			}
+			n.checkLag(ctx, n.stateW)
+			n.checkLag(ctx, n.presW)
 			cancel()
 		}
 	}
+}
+
+// Nodes is how many nodes had a live lease at the last look.
+func (n *Node) Nodes() int { return len(n.aliveNodes()) }
+
+// RemoteDevices is how many devices are online here through another node.
+func (n *Node) RemoteDevices() int {
+	n.rmu.Lock()
+	defer n.rmu.Unlock()
+	return len(n.remote)
 }
 
 func (n *Node) aliveNodes() []string {

@@ -163,36 +163,22 @@ func (n *Node) release(ctx context.Context, id string) error {
 	return err
 }
 
-// followPresence keeps a link, on this node, to every device another
-// node holds.
-func (n *Node) followPresence(w jetstream.KeyWatcher) {
-	defer w.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e == nil {
-				continue // the end of the initial values
-			}
-			id, ok := unkey(e.Key())
-			if !ok {
-				continue
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				n.lost(id, "")
-				continue
-			}
-			var c claim
-			if json.Unmarshal(e.Value(), &c) != nil || c.Node == "" {
-				continue
-			}
-			n.claimed2(id, c, e.Revision())
-		}
+// onPresence keeps a link, on this node, to every device another node
+// holds.
+func (n *Node) onPresence(e jetstream.KeyValueEntry) {
+	id, ok := unkey(e.Key())
+	if !ok {
+		return
 	}
+	if e.Operation() != jetstream.KeyValuePut {
+		n.lost(id, "")
+		return
+	}
+	var c claim
+	if json.Unmarshal(e.Value(), &c) != nil || c.Node == "" {
+		return
+	}
+	n.claimed2(id, c, e.Revision())
 }
 
 // claimed2 handles a claim on the device by node c.Node.

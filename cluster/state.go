@@ -292,6 +292,9 @@ func (n *Node) syncState(ctx context.Context) error {
 				initial = false
 				break
 			}
+			if e.Revision() > n.stateW.rev.Load() {
+				n.stateW.rev.Store(e.Revision())
+			}
 			if kind, id, _, ok := parseKey(e.Key()); ok && kind == "d" {
 				inShared[id] = true
 			}
@@ -321,24 +324,14 @@ func (n *Node) syncState(ctx context.Context) error {
 	if err := n.seedTrust(ctx); err != nil {
 		return err
 	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		defer w.Stop()
-		for {
+	n.spawn(func() {
+		n.follow(n.stateW, w, func(e jetstream.KeyValueEntry) {
 			select {
+			case n.applyQ <- e:
 			case <-n.ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e != nil {
-					n.applyQ <- e
-				}
 			}
-		}
-	}()
+		})
+	})
 	return nil
 }
 

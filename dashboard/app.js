@@ -111,7 +111,7 @@ async function loadDevices() {
 
 function deviceMeta(d) {
   return [d.room, d.mcp ? t("devices.tools", { n: d.toolCount }) : t("devices.things", { n: d.thingCount }),
-    d.online ? t("devices.online") : t("devices.seen", { ago: ago(d.lastSeen) })].filter(Boolean).join(" · ");
+    d.online ? (d.node ? t("devices.onlineVia", { node: d.node }) : t("devices.online")) : t("devices.seen", { ago: ago(d.lastSeen) })].filter(Boolean).join(" · ");
 }
 
 function renderDevices() {

@@ -174,6 +174,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		return nil
 	})
 	if cl != nil {
+		m.Gauge("xiaozhi_hub_cluster_nodes", "Hub nodes of the cluster with a live lease, as this node last saw them.", func() float64 { return float64(cl.node.Nodes()) })
+		m.Gauge("xiaozhi_hub_cluster_remote_devices", "Devices online on this node through the node holding their connection.", func() float64 { return float64(cl.node.RemoteDevices()) })
 		err := cl.node.ServeTrust(trust)
 		if err == nil {
 			err = cl.node.Start(ctx, reg)
