@@ -53,7 +53,7 @@ type Options struct {
 	// the loss of a NATS node).
 	Replicas int
 	// LeaseTTL is how long a node counts as alive after its last renewal
-	// (default 6 s; renewed every third of it).
+	// (default 15 s, long enough to ride out a JetStream leader election; renewed every third of it).
 	LeaseTTL time.Duration
 	Logger   *slog.Logger
 }
@@ -118,7 +118,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 		o.Replicas = 1
 	}
 	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 6 * time.Second
+		o.LeaseTTL = 15 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -146,7 +146,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 			Description: "xiaozhi-hub: devices, tool lists, IoT things"}},
 		{&n.pres, jetstream.KeyValueConfig{Bucket: presenceBucket, History: 1, Replicas: o.Replicas, Storage: jetstream.FileStorage,
 			Description: "xiaozhi-hub: which node holds each device's connection"}},
-		{&n.nodes, jetstream.KeyValueConfig{Bucket: nodesBucket, History: 1, Replicas: o.Replicas, Storage: jetstream.MemoryStorage,
+		{&n.nodes, jetstream.KeyValueConfig{Bucket: nodesBucket, History: 1, Replicas: o.Replicas, Storage: jetstream.FileStorage,
 			TTL: o.LeaseTTL, Description: "xiaozhi-hub: node leases"}},
 	}
 	for _, b := range buckets {

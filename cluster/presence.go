@@ -102,9 +102,24 @@ func (n *Node) publishPresence() {
 		}
 		cancel()
 		if err != nil {
-			n.log.Warn("could not update the device's presence in the cluster", "device", id, "online", online[i], "err", err)
+			n.log.Warn("could not update the device's presence in the cluster; trying again", "device", id, "online", online[i], "err", err)
+			n.retryPresence(id, online[i])
 		}
 	}
+}
+
+// retryPresence queues the news again a little later, unless newer news
+// of the device has come meanwhile.
+func (n *Node) retryPresence(id string, online bool) {
+	time.AfterFunc(time.Second, func() {
+		n.presence.mu.Lock()
+		_, newer := n.presence.latest[id]
+		closed := n.presence.closed
+		n.presence.mu.Unlock()
+		if !newer && !closed {
+			n.presence.put(id, online)
+		}
+	})
 }
 
 // claim says this node holds the device's connection, and answers its
@@ -212,7 +227,18 @@ func (n *Node) lost(id, reason string) {
 	n.rmu.Lock()
 	l := n.remote[id]
 	delete(n.waiting, id)
+	_, ours := n.claimed[id]
+	if ours {
+		delete(n.claimed, id)
+	}
 	n.rmu.Unlock()
+	if ours {
+		// This node's own claim was removed by another (its lease had
+		// lapsed, say, while JetStream moved a leader): the device is still
+		// connected here, so claim it again.
+		n.presence.put(id, true)
+		return
+	}
 	if l == nil {
 		return
 	}

@@ -89,12 +89,35 @@ func (n *Node) put(ctx context.Context, k string, val []byte) error {
 	if ok && !cur.deleted && bytes.Equal(cur.val, val) {
 		return nil
 	}
-	rev, err := n.state.Put(ctx, k, val)
+	var rev uint64
+	err := n.transient(ctx, func() (err error) {
+		rev, err = n.state.Put(ctx, k, val)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	n.note(k, seenValue{rev: rev, val: val})
 	return nil
+}
+
+// transient runs a write to the shared state, again for up to 10 s while
+// it fails for want of an answer (JetStream electing a stream's leader
+// after a NATS node left), but not when it was refused.
+func (n *Node) transient(ctx context.Context, write func() error) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := write()
+		if err == nil || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) ||
+			errors.Is(err, jetstream.ErrKeyNotFound) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (n *Node) note(k string, v seenValue) {
@@ -138,11 +161,14 @@ func (n *Node) putDevice(ctx context.Context, d hub.Device) error {
 			return nil
 		}
 		var rev uint64
-		if !ok || cur.deleted {
-			rev, err = n.state.Create(ctx, k, val)
-		} else {
-			rev, err = n.state.Update(ctx, k, val, cur.rev)
-		}
+		err = n.transient(ctx, func() (err error) {
+			if !ok || cur.deleted {
+				rev, err = n.state.Create(ctx, k, val)
+			} else {
+				rev, err = n.state.Update(ctx, k, val, cur.rev)
+			}
+			return err
+		})
 		if err == nil {
 			n.note(k, seenValue{rev: rev, val: val})
 			if !reflect.DeepEqual(registry.Stored(next), d) {

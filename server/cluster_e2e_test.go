@@ -67,17 +67,7 @@ func startCluster(t testing.TB, n int, edits ...func(*server.Config)) []*cluster
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			h, err := server.Open(context.Background(), cfg, log)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- h.Run(ctx) }()
-			stop := sync.OnceFunc(func() { cancel(); <-done })
-			nodes[i] = &clusterNode{testHub: &testHub{Hub: h, t: t, dir: cfg.DataDir, stop: stop}, name: cfg.ClusterNode}
+			nodes[i], errs[i] = openNode(t, cfg)
 		}()
 	}
 	wg.Wait()
@@ -99,11 +89,37 @@ func startCluster(t testing.TB, n int, edits ...func(*server.Config)) []*cluster
 	return nodes
 }
 
+// openNode opens and runs one hub of a cluster; stop ends it.
+func openNode(t testing.TB, cfg server.Config) (*clusterNode, error) {
+	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h, err := server.Open(context.Background(), cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	return &clusterNode{testHub: &testHub{Hub: h, t: t, dir: cfg.DataDir, stop: stop}, name: cfg.ClusterNode}, nil
+}
+
 type testLog struct{ t testing.TB }
 
 func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// waitLong is waitFor for what takes a node's lease (15 s) to happen.
+func waitLong(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(40 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 40 s for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // connectTo starts a simulated device against one node.
@@ -224,7 +240,7 @@ func TestClusterSurvivesANodesDeath(t *testing.T) {
 		t.Fatalf("call right after hub-1's death = %d %v; want 502 device_disconnected (or 504 within its timeout)", st, body)
 	}
 	t.Logf("call right after the death: %d in %v", st, time.Since(start).Round(time.Millisecond))
-	waitFor(t, "the device offline on hub-2 and hub-3 after hub-1's death", func() bool {
+	waitLong(t, "the device offline on hub-2 and hub-3 after hub-1's lease ran out", func() bool {
 		return nodes[1].device(d.ID())["online"] == false && nodes[2].device(d.ID())["online"] == false
 	})
 	t.Logf("hub-1's death noticed after %v", time.Since(start).Round(100*time.Millisecond))
@@ -455,5 +471,57 @@ func TestClusterSurvivesANATSNodesDeath(t *testing.T) {
 	st, body := hubs[2].call("POST", "/api/devices/"+d.ID()+"/tools/"+lampTool(t, hubs[2], d.ID())+"/call", map[string]any{"arguments": map[string]any{}})
 	if st != 200 || body["isError"] == true {
 		t.Fatalf("call from hub-3 through hub-1 after a NATS node's death = %d %v", st, body)
+	}
+}
+
+// A rolling restart: each hub in turn stops and starts again on its data
+// directory while the others serve. The device moves off each node as it
+// stops (as a load balancer would send it elsewhere); afterwards every
+// node has every change and serves every call.
+func TestClusterRollingRestart(t *testing.T) {
+	nodes := startCluster(t, 3)
+	d := connectTo(t, nodes[0], sim.Config{DeviceID: "aa:00:00:00:0c:61", Lamp: true})
+	waitFor(t, "the device on hub-3", func() bool { return lampTool(t, nodes[2], d.ID()) != "" && nodes[2].device(d.ID())["online"] == true })
+	tool := lampTool(t, nodes[2], d.ID())
+	holder := 0
+	for i := range nodes {
+		cfg := nodes[i].Config()
+		nodes[i].stop()
+		// The device, if it was here, reconnects to the next node.
+		next := nodes[(i+1)%3]
+		if holder == i {
+			<-d.Done()
+			d = connectTo(t, next, sim.Config{DeviceID: d.ID(), Lamp: true})
+			holder = (i + 1) % 3
+		}
+		name := fmt.Sprintf("while hub-%d restarts", i+1)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st, body := next.call("PATCH", "/api/devices/"+d.ID(), map[string]any{"name": name})
+			if st == 200 {
+				break
+			}
+			if st != 503 || time.Now().After(deadline) {
+				t.Fatalf("rename on %s with hub-%d down = %d %v", next.name, i+1, st, body)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		back, err := openNode(t, cfg)
+		if err != nil {
+			t.Fatalf("restart hub-%d: %v", i+1, err)
+		}
+		t.Cleanup(back.stop)
+		nodes[i] = back
+		waitLong(t, "the restarted hub-"+fmt.Sprint(i+1)+" to have the rename made while it was down", func() bool {
+			dev := back.device(d.ID())
+			return dev["name"] == name && dev["online"] == true && dev["node"] == nodes[holder].name
+		})
+	}
+	for _, c := range nodes {
+		waitLong(t, "the device online on "+c.name, func() bool { return c.device(d.ID())["online"] == true })
+		st, body := c.call("POST", "/api/devices/"+d.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}})
+		if st != 200 || body["isError"] == true {
+			t.Fatalf("call from %s after the rolling restart = %d %v", c.name, st, body)
+		}
 	}
 }
