@@ -217,11 +217,14 @@ func (n *Node) PeerPending(ctx context.Context) []hub.Activation {
 	if err := n.nc.PublishRequest(pendingSubject, inbox, nil); err != nil {
 		return nil
 	}
+	// Replies come until every other node known alive has answered, or
+	// for 300 ms (a node that started since the last look at the leases
+	// answers too).
 	want := len(n.aliveNodes()) - 1
 	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	var out []hub.Activation
-	for got := 0; got < want; {
+	for got := 0; want <= 0 || got < want; {
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
 			break

@@ -371,6 +371,12 @@ func TestClusterApprovalOnOneNodeAdmitsOnAnother(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the revoked device's connection on hub-3 is still open")
 	}
+	// Every node has the revocation within milliseconds (it is applied
+	// from the shared state, not asked for at connect time).
+	waitFor(t, "the revocation on hub-2", func() bool {
+		_, tr := nodes[1].call("GET", "/api/devices/"+d.ID()+"/trust", nil)
+		return tr["revoked"] != nil
+	})
 	again := sim.New(sim.Config{URL: nodes[1].DeviceURL(), DeviceID: d.ID(), Token: token})
 	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer ccancel()
