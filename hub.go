@@ -113,6 +113,9 @@ type CallRecord struct {
 	Outcome    string    `json:"outcome"`   // an Outcome* constant
 	Started    time.Time `json:"started"`
 	DurationMs float64   `json:"durationMs"`
+	// Node is the hub node that made the call, in a cluster (not stored:
+	// each node keeps the calls it made).
+	Node string `json:"node,omitempty"`
 }
 
 // Call outcomes, as recorded and as used for metrics labels.

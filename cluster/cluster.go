@@ -41,6 +41,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
@@ -69,10 +70,11 @@ type Node struct {
 	log   *slog.Logger
 	ttl   time.Duration
 
-	reg        *registry.Registry // set by Start
-	trust      TrustService       // set by ServeTrust
-	trustLocal TrustStore         // set by TrustStore
-	trustSubs  []*nats.Subscription
+	reg         *registry.Registry                                              // set by Start
+	trust       TrustService                                                    // set by ServeTrust
+	trustLocal  TrustStore                                                      // set by TrustStore
+	localCalls  func(context.Context, hub.CallFilter) ([]hub.CallRecord, error) // set by Store
+	serviceSubs []*nats.Subscription
 
 	mu   sync.Mutex
 	seen map[string]seenValue // state key → the newest revision this node has (applied or written)
@@ -174,7 +176,10 @@ func (n *Node) Name() string { return n.name }
 
 // Store wraps this node's own store: the registry's writes go to the
 // shared state first.
-func (n *Node) Store(local registry.Store) registry.Store { return &sharedStore{Store: local, n: n} }
+func (n *Node) Store(local registry.Store) registry.Store {
+	n.localCalls = local.Calls
+	return &sharedStore{Store: local, n: n}
+}
 
 // Start serves: it renews the node's lease, brings the registry up to the
 // shared state (and the shared state up to what only this node knew),
@@ -190,6 +195,13 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	}
 	if err := n.syncState(ctx); err != nil {
 		return fmt.Errorf("cluster: shared state: %w", err)
+	}
+	if n.localCalls != nil {
+		sub, err := n.nc.Subscribe(callsSubject, n.answerCalls(n.localCalls))
+		if err != nil {
+			return fmt.Errorf("cluster: call history: %w", err)
+		}
+		n.serviceSubs = append(n.serviceSubs, sub)
 	}
 	pw, err := n.pres.WatchAll(n.ctx)
 	if err != nil {
@@ -233,7 +245,7 @@ func (n *Node) Close() {
 	for _, s := range n.subs {
 		s.Unsubscribe()
 	}
-	for _, s := range n.trustSubs {
+	for _, s := range n.serviceSubs {
 		s.Unsubscribe()
 	}
 	n.subs = map[string]*nats.Subscription{}

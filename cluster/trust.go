@@ -155,7 +155,7 @@ func (n *Node) ServeTrust(t TrustService) error {
 		if err != nil {
 			return err
 		}
-		n.trustSubs = append(n.trustSubs, sub)
+		n.serviceSubs = append(n.serviceSubs, sub)
 	}
 	return nil
 }
@@ -208,33 +208,12 @@ func (n *Node) answerApprove(m *nats.Msg) {
 
 // PeerPending lists the codes the other nodes issued (ota.Peers).
 func (n *Node) PeerPending(ctx context.Context) []hub.Activation {
-	inbox := nats.NewInbox()
-	sub, err := n.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil
-	}
-	defer sub.Unsubscribe()
-	if err := n.nc.PublishRequest(pendingSubject, inbox, nil); err != nil {
-		return nil
-	}
-	// Replies come until every other node known alive has answered, or
-	// for 300 ms (a node that started since the last look at the leases
-	// answers too).
-	want := len(n.aliveNodes()) - 1
-	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
 	var out []hub.Activation
-	for got := 0; want <= 0 || got < want; {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			break
-		}
+	for _, b := range n.gather(ctx, pendingSubject, nil) {
 		var r pendingReply
-		if json.Unmarshal(m.Data, &r) != nil || r.Node == n.name {
-			continue
+		if json.Unmarshal(b, &r) == nil && r.Node != n.name {
+			out = append(out, r.Activations...)
 		}
-		got++
-		out = append(out, r.Activations...)
 	}
 	return out
 }

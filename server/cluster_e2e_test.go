@@ -186,6 +186,16 @@ func TestClusterServesEveryDeviceOnEveryNode(t *testing.T) {
 		waitFor(t, d.ID()+"'s lamp on", d.LampOn)
 	}
 
+	// The call history is one history: hub-3 lists the calls every node made.
+	_, hist := nodes[2].call("GET", "/api/calls?device="+d1.ID(), nil)
+	byNode := map[any]int{}
+	for _, c := range hist["calls"].([]any) {
+		byNode[c.(map[string]any)["node"]]++
+	}
+	if byNode["hub-1"] != 1 || byNode["hub-2"] != 1 || byNode["hub-3"] != 1 {
+		t.Fatalf("hub-3's call history of %s by node: %v; want one call from each", d1.ID(), byNode)
+	}
+
 	// A rename on hub-2 is seen on hub-1 and hub-3, and survives the
 	// device's own updates on hub-1.
 	if st, body := nodes[1].call("PATCH", "/api/devices/"+d1.ID(), map[string]any{"name": "客厅灯", "room": "客厅"}); st != 200 {
