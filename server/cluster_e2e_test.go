@@ -239,6 +239,33 @@ func TestClusterSurvivesANodesDeath(t *testing.T) {
 	d := connectTo(t, nodes[0], sim.Config{DeviceID: "aa:00:00:00:0c:11", Lamp: true})
 	waitFor(t, "the device on hub-3", func() bool { return lampTool(t, nodes[2], d.ID()) != "" && nodes[2].device(d.ID())["online"] == true })
 	tool := lampTool(t, nodes[2], d.ID())
+	// Call load meanwhile, from hub-3 to a device on hub-2: the death of
+	// hub-1 must not cost it a single call.
+	other := connectTo(t, nodes[1], sim.Config{DeviceID: "aa:00:00:00:0c:12"})
+	waitFor(t, "the other device on hub-3 with its tools", func() bool {
+		dev := nodes[2].device(other.ID())
+		return dev["online"] == true && dev["toolCount"] != nil && dev["toolCount"].(float64) > 0
+	})
+	stopLoad := make(chan struct{})
+	loadDone := make(chan [2]int)
+	go func() {
+		ok, failed := 0, 0
+		for {
+			select {
+			case <-stopLoad:
+				loadDone <- [2]int{ok, failed}
+				return
+			default:
+			}
+			if st, body := nodes[2].call("POST", "/api/devices/"+other.ID()+"/tools/self.get_device_status/call", map[string]any{"arguments": map[string]any{}}); st == 200 {
+				ok++
+			} else {
+				failed++
+				t.Logf("call to the device on hub-2 failed: %d %v", st, body)
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
 
 	nodes[0].Crash()
 	start := time.Now()
@@ -254,6 +281,12 @@ func TestClusterSurvivesANodesDeath(t *testing.T) {
 		return nodes[1].device(d.ID())["online"] == false && nodes[2].device(d.ID())["online"] == false
 	})
 	t.Logf("hub-1's death noticed after %v", time.Since(start).Round(100*time.Millisecond))
+	close(stopLoad)
+	load := <-loadDone
+	t.Logf("calls from hub-3 to a device on hub-2 meanwhile: %d answered, %d failed", load[0], load[1])
+	if load[1] > 0 || load[0] == 0 {
+		t.Fatalf("a device on a live node lost calls while another node died: %d answered, %d failed", load[0], load[1])
+	}
 	// Once the lease is gone, the device is offline.
 	st, body = nodes[2].call("POST", "/api/devices/"+d.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}})
 	if st != 409 {
