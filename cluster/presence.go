@@ -193,11 +193,11 @@ func (n *Node) onPresence(e jetstream.KeyValueEntry) {
 	if json.Unmarshal(e.Value(), &c) != nil || c.Node == "" {
 		return
 	}
-	n.claimed2(id, c, e.Revision())
+	n.onClaim(id, c, e.Revision())
 }
 
-// claimed2 handles a claim on the device by node c.Node.
-func (n *Node) claimed2(id string, c claim, rev uint64) {
+// onClaim handles a claim on the device by node c.Node.
+func (n *Node) onClaim(id string, c claim, rev uint64) {
 	if c.Node == n.name {
 		return
 	}
@@ -269,6 +269,14 @@ func (n *Node) attach(id string, c claim) {
 	}
 	n.rmu.Lock()
 	delete(n.waiting, id)
+	// Another node holds the device now: if this one held it before, it
+	// stops answering the device's subject (the registry replaces the
+	// local link without telling Presence).
+	if s := n.subs[id]; s != nil {
+		s.Unsubscribe()
+		delete(n.subs, id)
+	}
+	delete(n.claimed, id)
 	n.rmu.Unlock()
 	conn := newRemoteConn(n, id, c.Node)
 	link := n.reg.Connect(registry.ConnectInfo{DeviceID: id, Transport: c.Transport, Node: c.Node}, conn)

@@ -574,3 +574,29 @@ func TestClusterRollingRestart(t *testing.T) {
 		}
 	}
 }
+
+// One device, one holder: a device that connects to hub-2 while hub-1
+// still holds its older connection is hub-2's; hub-1 closes the older one,
+// and every node, hub-1 included, calls it through hub-2.
+func TestClusterDeviceHasOneHolder(t *testing.T) {
+	nodes := startCluster(t, 3)
+	first := connectTo(t, nodes[0], sim.Config{DeviceID: "aa:00:00:00:0c:71", Lamp: true})
+	waitFor(t, "the device on hub-3", func() bool { return nodes[2].device(first.ID())["node"] == "hub-1" })
+	second := connectTo(t, nodes[1], sim.Config{DeviceID: first.ID(), Lamp: true})
+	select {
+	case <-first.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("hub-1 kept the older connection of a device that connected to hub-2")
+	}
+	for _, c := range []*clusterNode{nodes[0], nodes[2]} {
+		waitFor(t, c.name+" to call the device through hub-2", func() bool { return c.device(first.ID())["node"] == "hub-2" })
+	}
+	tool := lampTool(t, nodes[0], first.ID())
+	for range 20 { // a stale answer from hub-1 would show up among these
+		st, body := nodes[0].call("POST", "/api/devices/"+first.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}})
+		if st != 200 || body["isError"] == true {
+			t.Fatalf("call from hub-1 to the device now on hub-2 = %d %v", st, body)
+		}
+	}
+	waitFor(t, "the lamp on the live connection", second.LampOn)
+}
