@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -55,4 +56,68 @@ func BenchmarkClusterCall(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkClusterMemory estimates what a device costs a node that does
+// not hold its connection: the heap of a three-node cluster (all in this
+// process) with n devices on hub-1, against one hub alone with the same n
+// devices; the difference, over two nodes, is the cost per device per
+// other node (the NATS nodes' own share included).
+//
+//	go test -run NONE -bench ClusterMemory -benchtime 1x ./server
+func BenchmarkClusterMemory(b *testing.B) {
+	const n = 1000
+	heap := func() float64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc)
+	}
+	connectAll := func(url string) []*sim.Device {
+		devs := make([]*sim.Device, n)
+		for j := range devs {
+			id, _ := sim.MAC("cc:00", j+1)
+			devs[j] = sim.New(sim.Config{URL: url, DeviceID: id})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := devs[j].Connect(ctx); err != nil {
+				b.Fatal(err)
+			}
+			cancel()
+		}
+		return devs
+	}
+	for range b.N {
+		base := heap()
+		alone := startHub(b, b.TempDir(), nil)
+		devs := connectAll(alone.DeviceURL())
+		waitFor(b, "tools cached on the lone hub", func() bool { return readyCount(alone.Registry.Devices()) == n })
+		single := heap() - base
+		for _, d := range devs {
+			d.Close()
+		}
+		alone.stop()
+
+		base = heap()
+		nodes := startCluster(b, 3)
+		empty := heap() - base
+		connectAll(nodes[0].DeviceURL())
+		for _, c := range nodes {
+			waitLong(b, "every device online with tools on "+c.name, func() bool { return readyCount(c.Registry.Devices()) == n })
+		}
+		clustered := heap() - base - empty
+		b.ReportMetric(single/n/1024, "KB/device-alone")
+		b.ReportMetric(clustered/n/1024, "KB/device-cluster")
+		b.ReportMetric((clustered-single)/2/n/1024, "KB/device/other-node")
+		b.ReportMetric(empty/1024/1024, "MB-three-empty-nodes")
+	}
+}
+
+func readyCount(devs []hub.Device) int {
+	ready := 0
+	for _, d := range devs {
+		if d.Online && d.ToolCount > 0 && !d.ToolsStale {
+			ready++
+		}
+	}
+	return ready
 }
