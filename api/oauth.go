@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"net/http"
 
 	"github.com/xiaozhi-hub/hub/oauth"
@@ -71,27 +72,23 @@ func (s *Server) revokeOAuthClient(w http.ResponseWriter, r *http.Request) {
 // 401 names the protected-resource metadata (RFC 9728 §5.1), which is how
 // MCP clients (Claude, ChatGPT, the MCP Inspector) start the OAuth flow.
 func (s *Server) requireMCPToken(next http.Handler) http.Handler {
-	admin := RequireToken(s.token, next)
 	if s.oauth == nil {
-		return admin
+		return RequireToken(s.token, next)
 	}
+	admin := sha256.Sum256([]byte(s.token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := bearer(r)
-		if ok && s.oauth.AccessToken(r.Context(), tok) {
+		if ok && (s.oauth.AccessToken(r.Context(), tok) || matches(admin, tok)) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if ok && tokenMatches(s.token, tok) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		meta := `resource_metadata="` + s.oauth.ResourceMetadataURL(r) + `"`
+		meta := s.oauth.ResourceMetadataURL(r)
 		if !ok {
-			unauthorized(w, `Bearer realm="xiaozhi-hub", `+meta,
-				"/mcp needs a token: the admin token (\"Authorization: Bearer <token>\"), or an OAuth access token that MCP clients get by themselves from "+s.oauth.ResourceMetadataURL(r))
+			unauthorized(w, `Bearer realm="xiaozhi-hub", resource_metadata="`+meta+`"`,
+				"/mcp needs a token: the admin token (\"Authorization: Bearer <token>\"), or an OAuth access token that MCP clients get by themselves from "+meta)
 			return
 		}
-		unauthorized(w, `Bearer realm="xiaozhi-hub", error="invalid_token", `+meta,
+		unauthorized(w, `Bearer realm="xiaozhi-hub", error="invalid_token", resource_metadata="`+meta+`"`,
 			"the bearer token is neither the admin token nor a live OAuth access token (it may have expired or been revoked)")
 	})
 }

@@ -63,7 +63,6 @@ type Options struct {
 type Node struct {
 	name  string
 	nc    *nats.Conn
-	js    jetstream.JetStream
 	state jetstream.KeyValue
 	pres  jetstream.KeyValue
 	nodes jetstream.KeyValue
@@ -130,12 +129,14 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
 	n := &Node{
-		name: o.Name, nc: nc, js: js, log: o.Logger, ttl: o.LeaseTTL,
+		name: o.Name, nc: nc, log: o.Logger, ttl: o.LeaseTTL,
 		seen: map[string]seenValue{}, remote: map[string]*remoteLink{}, subs: map[string]*nats.Subscription{},
 		claimed: map[string]uint64{}, alive: map[string]bool{}, waiting: map[string]claim{},
 		applyQ: make(chan jetstream.KeyValueEntry, 1024),
 	}
 	n.presence = newQueue()
+	n.stateW = &watched{moved: make(chan struct{}, 1)}
+	n.presW = &watched{moved: make(chan struct{}, 1)}
 	nc.SetReconnectHandler(func(*nats.Conn) { // the connection moved to another NATS node
 		signal(n.stateW.moved)
 		signal(n.presW.moved)
@@ -166,8 +167,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 		}
 		*b.kv = kv
 	}
-	n.stateW = &watched{kv: n.state, moved: make(chan struct{}, 1)}
-	n.presW = &watched{kv: n.pres, moved: make(chan struct{}, 1)}
+	n.stateW.kv, n.presW.kv = n.state, n.pres
 	return n, nil
 }
 

@@ -18,6 +18,13 @@ type watched struct {
 	behind int // touched by the lease loop only
 }
 
+// saw notes a revision the watch delivered (one goroutine delivers).
+func (w *watched) saw(rev uint64) {
+	if rev > w.rev.Load() {
+		w.rev.Store(rev)
+	}
+}
+
 // checkLag watches again when the bucket has been ahead of what its watch
 // delivered on two checks in a row: the watch's consumer was lost with a
 // NATS node (its own heartbeats would notice only much later).
@@ -80,9 +87,7 @@ func (n *Node) drain(w jetstream.KeyWatcher, b *watched, handle func(jetstream.K
 				return
 			}
 			if e != nil {
-				if e.Revision() > b.rev.Load() {
-					b.rev.Store(e.Revision())
-				}
+				b.saw(e.Revision())
 				handle(e)
 			}
 		}

@@ -21,7 +21,6 @@ func toolsKey(id string) string       { return "t." + key(id) }
 func toolsetKey(hash string) string   { return "s." + key(hash) }
 func thingKey(id, name string) string { return "i." + key(id) + "." + key(name) }
 func thingsPrefix(id string) string   { return "i." + key(id) + "." }
-func toolsPointer(hash string) []byte { return []byte(hash) }
 func parseKey(k string) (kind, id, name string, ok bool) {
 	parts := strings.Split(k, ".")
 	if len(parts) < 2 {
@@ -41,8 +40,8 @@ func parseKey(k string) (kind, id, name string, ok bool) {
 }
 
 // sharedStore is the registry's store on a cluster node: each change goes
-// to the shared state, then to the node's own store. Reads, call records
-// and events stay local.
+// to the shared state, then to the node's own store. Reads and events stay
+// local; the call history is merged from every node (calls.go).
 type sharedStore struct {
 	registry.Store
 	n *Node
@@ -269,7 +268,7 @@ func (n *Node) putTools(ctx context.Context, id, hash string, tools []hub.Tool) 
 			return err
 		}
 	}
-	return n.put(ctx, toolsKey(id), toolsPointer(hash))
+	return n.put(ctx, toolsKey(id), []byte(hash))
 }
 
 func (n *Node) deleteDevice(ctx context.Context, id string) error {
@@ -318,9 +317,7 @@ func (n *Node) syncState(ctx context.Context) error {
 				initial = false
 				break
 			}
-			if e.Revision() > n.stateW.rev.Load() {
-				n.stateW.rev.Store(e.Revision())
-			}
+			n.stateW.saw(e.Revision())
 			if kind, id, _, ok := parseKey(e.Key()); ok && kind == "d" {
 				inShared[id] = true
 			}

@@ -330,19 +330,9 @@ func (s *Service) requestState(w http.ResponseWriter, r *http.Request) {
 // ---- tokens
 
 func (s *Service) token(w http.ResponseWriter, r *http.Request) {
-	if !only(w, r, http.MethodPost) {
-		return
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		oauthError(w, http.StatusBadRequest, "invalid_request", "the body must be application/x-www-form-urlencoded, at most 16 KiB")
-		return
-	}
-	c, err := s.authenticate(r)
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="xiaozhi-hub"`)
-		oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+	c, ok := s.clientRequest(w, r)
+	if !ok {
 		return
 	}
 	if res := r.PostForm.Get("resource"); res != "" && !sameResource(res, s.baseURL(r)+"/mcp") {
@@ -357,6 +347,27 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 	default:
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
 	}
+}
+
+// clientRequest reads a client's POST to the token or revocation
+// endpoint (a form, at most 16 KiB) and authenticates the client, or
+// answers the error and reports false.
+func (s *Service) clientRequest(w http.ResponseWriter, r *http.Request) (*hub.OAuthClient, bool) {
+	if !only(w, r, http.MethodPost) {
+		return nil, false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "the body must be application/x-www-form-urlencoded, at most 16 KiB")
+		return nil, false
+	}
+	c, err := s.authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="xiaozhi-hub"`)
+		oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+		return nil, false
+	}
+	return c, true
 }
 
 // authenticate finds the client of a token or revocation request and
@@ -503,17 +514,8 @@ func verifierMatches(verifier, challenge string) bool {
 // revoke ends the grant a token belongs to (RFC 7009): answered 200
 // whether or not the token was known.
 func (s *Service) revoke(w http.ResponseWriter, r *http.Request) {
-	if !only(w, r, http.MethodPost) {
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		oauthError(w, http.StatusBadRequest, "invalid_request", "the body must be application/x-www-form-urlencoded, at most 16 KiB")
-		return
-	}
-	c, err := s.authenticate(r)
-	if err != nil {
-		oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+	c, ok := s.clientRequest(w, r)
+	if !ok {
 		return
 	}
 	h := sha256.Sum256([]byte(r.PostForm.Get("token")))

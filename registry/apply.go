@@ -89,12 +89,7 @@ func (r *Registry) ApplyTools(ctx context.Context, id, hash string, tools []hub.
 	if err != nil {
 		return fmt.Errorf("save tools of %s: %w", id, err)
 	}
-	change := diffTools(old, tools)
-	r.publish(hub.EventToolsChanged, id, struct {
-		hub.ToolChange
-		Count int    `json:"count"`
-		Hash  string `json:"hash"`
-	}{change, len(tools), hash})
+	r.publishToolsChanged(id, diffTools(old, tools), len(tools), hash)
 	return nil
 }
 

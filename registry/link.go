@@ -182,12 +182,18 @@ func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, 
 	if err := l.write(func() error { return r.store.SaveTools(ctx, l.id, hash, tools) }); err != nil {
 		return change, fmt.Errorf("save tools of %s: %w", l.id, err)
 	}
-	r.publish(hub.EventToolsChanged, l.id, struct {
+	r.publishToolsChanged(l.id, change, len(tools), hash)
+	return change, nil
+}
+
+// publishToolsChanged publishes tools_changed: what changed, how many
+// tools the device has now, and the list's hash.
+func (r *Registry) publishToolsChanged(id string, change hub.ToolChange, count int, hash string) {
+	r.publish(hub.EventToolsChanged, id, struct {
 		hub.ToolChange
 		Count int    `json:"count"`
 		Hash  string `json:"hash"`
-	}{change, len(tools), hash})
-	return change, nil
+	}{change, count, hash})
 }
 
 // SetPartialTools handles a tool list the device could not give in full

@@ -113,13 +113,7 @@ func (w testLog) Write(p []byte) (int, error) {
 // waitLong is waitFor for what takes a node's lease (15 s) to happen.
 func waitLong(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(40 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 40 s for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitWithin(t, 40*time.Second, what, cond)
 }
 
 // connectTo starts a simulated device against one node.

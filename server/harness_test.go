@@ -105,10 +105,16 @@ func (h *testHub) device(cfg sim.Config, tools ...*sim.Tool) *sim.Device {
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitWithin(t, 10*time.Second, what, cond)
+}
+
+// waitWithin polls cond until it holds, failing the test after d.
+func waitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -107,14 +107,23 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		cfg.DeviceTokens = []string{inProcessToken()}
 	}
 	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock, cluster: cl}
+	// undo releases what is open until the registry loads (the registry
+	// and the OTA service start nothing until used); after that, failures
+	// unwind through closeCore.
+	undo := func() {
+		if h.mqtt != nil {
+			h.mqtt.stop()
+		}
+		h.closeCluster()
+		st.Close()
+		lock.release()
+	}
 	// The MQTT broker is bound first: the OTA answer tells devices its port.
 	mq, mqttOn, _ := cfg.mqttSettings() // checked by Validate
 	var mqttOffer *ota.MQTT
 	if mqttOn {
 		if h.mqtt, err = h.bindMQTT(mq); err != nil {
-			h.closeCluster()
-			st.Close()
-			lock.release()
+			undo()
 			return nil, err
 		}
 		mqttOffer = h.mqtt.offer(mq)
@@ -133,36 +142,21 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		MQTT: mqttOffer, Logger: log.With("component", "ota"), OnCheck: m.OTACheck,
 	})
 	if err != nil {
-		if h.mqtt != nil {
-			h.mqtt.stop()
-		}
-		h.closeCluster()
-		st.Close() // the registry and OTA service start nothing until used
-		lock.release()
+		undo()
 		return nil, err
 	}
 	var auth *oauth.Service
 	if cfg.MCPOAuth == "on" {
 		if auth, err = oauth.New(ctx, st, oauth.Options{PublicURL: cfg.PublicURL, Logger: log.With("component", "oauth")}); err != nil {
-			if h.mqtt != nil {
-				h.mqtt.stop()
-			}
-			h.closeCluster()
-			st.Close()
-			lock.release()
+			undo()
 			return nil, fmt.Errorf("oauth: %w", err)
 		}
 	}
 	// Load starts the registry's background persistence: from here on,
 	// failures unwind through closeCore.
 	if err := reg.Load(ctx); err != nil {
-		if h.mqtt != nil {
-			h.mqtt.stop()
-		}
 		reg.Close()
-		h.closeCluster()
-		st.Close()
-		lock.release()
+		undo()
 		return nil, err
 	}
 	// A deleted device loses its approval and tokens: deleting means
@@ -228,7 +222,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	// between requests; streams bound each write themselves.
 	m.BuildInfo(Version, runtime.Version())
 	m.Gauge("xiaozhi_hub_devices_known", "Devices the hub knows, online or not.", func() float64 { return float64(reg.KnownCount()) })
-	m.Gauge("xiaozhi_hub_activations_pending", "Activation codes waiting for a person to approve.", func() float64 { return float64(len(trust.Pending())) })
+	// This node's own codes: in a cluster, Pending would ask every node on
+	// each scrape (sum over the nodes for the cluster's count).
+	m.Gauge("xiaozhi_hub_activations_pending", "Activation codes this node issued that wait for a person to approve.", func() float64 { return float64(len(trust.LocalPending())) })
 	mux := h.routes(st, trust, auth)
 	h.http = &http.Server{
 		Handler: countRequests(m, deviceCORS(mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
