@@ -113,8 +113,7 @@ type CallRecord struct {
 	Outcome    string    `json:"outcome"`   // an Outcome* constant
 	Started    time.Time `json:"started"`
 	DurationMs float64   `json:"durationMs"`
-	// Node is the hub node that made the call, in a cluster (not stored:
-	// each node keeps the calls it made).
+	// Node is the hub node that made the call, in a cluster.
 	Node string `json:"node,omitempty"`
 }
 
@@ -142,6 +141,8 @@ type Event struct {
 	DeviceID string    `json:"deviceId,omitempty"`
 	Time     time.Time `json:"time"`
 	Data     any       `json:"data,omitempty"`
+	// Node is the hub node that recorded the event, in a cluster.
+	Node string `json:"node,omitempty"`
 }
 
 // Event types.

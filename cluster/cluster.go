@@ -36,12 +36,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
@@ -69,23 +69,29 @@ type Node struct {
 	log   *slog.Logger
 	ttl   time.Duration
 
-	reg         *registry.Registry                                              // set by Start
-	trust       TrustService                                                    // set by ServeTrust
-	trustLocal  TrustStore                                                      // set by TrustStore
-	localCalls  func(context.Context, hub.CallFilter) ([]hub.CallRecord, error) // set by Store
+	reg         *registry.Registry // set by Start
+	trust       TrustService       // set by ServeTrust
+	trustLocal  TrustStore         // set by TrustStore
+	js          jetstream.JetStream
+	history     jetstream.Stream
+	hist        historyStats
+	local       registry.Store // this node's own store (set by Store)
+	stopHistory func()         // set by Start
 	serviceSubs []*nats.Subscription
 
 	mu   sync.Mutex
 	seen map[string]seenValue // state key → the newest revision this node has (applied or written)
 
-	rmu     sync.Mutex
-	remote  map[string]*remoteLink        // device id → link through another node
-	subs    map[string]*nats.Subscription // device id → its subject, while connected here
-	claimed map[string]uint64             // device id → revision of this node's presence claim
-	alive   map[string]bool               // node name → lease seen on the last sweep
-	waiting map[string]claim              // device id → a claim that came before the device's record
+	rmu      sync.Mutex
+	remote   map[string]*remoteLink        // device id → link through another node
+	subs     map[string]*nats.Subscription // device id → its subject, while connected here
+	claimed  map[string]uint64             // device id → revision of this node's presence claim
+	alive    map[string]bool               // node name → lease seen on the last sweep
+	released func(id, transport string)    // set by OnReleased
+	changed  func()                        // set by OnMembership
+	waiting  map[string]claim              // device id → a claim that came before the device's record
 
-	stateW, presW *watched // the buckets as this node follows them
+	stateW, presW, nodesW *watched // the buckets as this node follows them
 
 	presence      *queue        // this node's presence news, in order
 	presenceEnded chan struct{} // closed when presenceLoop has written the last news
@@ -124,11 +130,13 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	js, err := jetstream.New(nc)
+	var n *Node
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(10*time.Second),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) { n.unshared(err) }))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
-	n := &Node{
+	n = &Node{js: js,
 		name: o.Name, nc: nc, log: o.Logger, ttl: o.LeaseTTL,
 		seen: map[string]seenValue{}, remote: map[string]*remoteLink{}, subs: map[string]*nats.Subscription{},
 		claimed: map[string]uint64{}, alive: map[string]bool{}, waiting: map[string]claim{},
@@ -137,9 +145,11 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 	n.presence = newQueue()
 	n.stateW = &watched{moved: make(chan struct{}, 1)}
 	n.presW = &watched{moved: make(chan struct{}, 1)}
+	n.nodesW = &watched{moved: make(chan struct{}, 1)}
 	nc.SetReconnectHandler(func(*nats.Conn) { // the connection moved to another NATS node
 		signal(n.stateW.moved)
 		signal(n.presW.moved)
+		signal(n.nodesW.moved)
 	})
 	buckets := []struct {
 		kv  *jetstream.KeyValue
@@ -167,7 +177,10 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 		}
 		*b.kv = kv
 	}
-	n.stateW.kv, n.presW.kv = n.state, n.pres
+	n.stateW.kv, n.presW.kv, n.nodesW.kv = n.state, n.pres, n.nodes
+	if n.history, err = n.createHistory(ctx, js, o.Replicas); err != nil {
+		return nil, fmt.Errorf("cluster: stream %s: %w", historyStream, err)
+	}
 	return n, nil
 }
 
@@ -177,7 +190,7 @@ func (n *Node) Name() string { return n.name }
 // Store wraps this node's own store: the registry's writes go to the
 // shared state first.
 func (n *Node) Store(local registry.Store) registry.Store {
-	n.localCalls = local.Calls
+	n.local = local
 	return &sharedStore{Store: local, n: n}
 }
 
@@ -190,18 +203,22 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	if err := n.renewLease(ctx); err != nil {
 		return fmt.Errorf("cluster: lease: %w", err)
 	}
+	// Joins are seen at once (a lease that expires leaves no trace: the
+	// sweep finds those).
+	nw, err := n.nodes.WatchAll(n.ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("cluster: nodes: %w", err)
+	}
 	if err := n.sweep(ctx); err != nil {
 		return fmt.Errorf("cluster: nodes: %w", err)
 	}
 	if err := n.syncState(ctx); err != nil {
 		return fmt.Errorf("cluster: shared state: %w", err)
 	}
-	if n.localCalls != nil {
-		sub, err := n.nc.Subscribe(callsSubject, n.answerCalls(n.localCalls))
-		if err != nil {
-			return fmt.Errorf("cluster: call history: %w", err)
+	if n.local != nil {
+		if err := n.copyHistory(ctx, n.local); err != nil {
+			return fmt.Errorf("cluster: history: %w", err)
 		}
-		n.serviceSubs = append(n.serviceSubs, sub)
 	}
 	pw, err := n.pres.WatchAll(n.ctx)
 	if err != nil {
@@ -209,6 +226,7 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	}
 	n.spawn(n.applyLoop)
 	n.spawn(func() { n.follow(n.presW, pw, n.onPresence) })
+	n.spawn(func() { n.follow(n.nodesW, nw, n.onLease) })
 	n.spawn(n.leaseLoop)
 	n.presenceEnded = make(chan struct{})
 	go func() {
@@ -239,6 +257,13 @@ func (n *Node) Close() {
 	<-n.presenceEnded
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
+	if n.stopHistory != nil {
+		n.stopHistory()
+	}
+	select { // this node's last records reach the history
+	case <-n.js.PublishAsyncComplete():
+	case <-ctx.Done():
+	}
 	n.rmu.Lock()
 	claims := n.claimed
 	n.claimed = map[string]uint64{}
@@ -266,6 +291,9 @@ func (n *Node) Abandon() {
 		return
 	}
 	n.cancel()
+	if n.stopHistory != nil {
+		n.stopHistory()
+	}
 	n.presence.close()
 	<-n.presenceEnded
 	n.wg.Wait()
@@ -355,6 +383,7 @@ func (n *Node) sweep(ctx context.Context) error {
 	}
 	alive[n.name] = true
 	n.rmu.Lock()
+	changed := !maps.Equal(alive, n.alive)
 	n.alive = alive
 	var dead []*remoteLink
 	for _, l := range n.remote {
@@ -372,8 +401,32 @@ func (n *Node) sweep(ctx context.Context) error {
 				n.pres.Delete(ctx, key(l.id), jetstream.LastRevision(e.Revision()))
 			}
 		}
+		n.releasedBy(l)
+	}
+	if changed {
+		n.membershipChanged()
 	}
 	return nil
+}
+
+// onLease notes a node that joined or left (a lease written or deleted).
+func (n *Node) onLease(e jetstream.KeyValueEntry) {
+	name, ok := unkey(e.Key())
+	if !ok || name == n.name {
+		return
+	}
+	live := e.Operation() == jetstream.KeyValuePut
+	n.rmu.Lock()
+	changed := n.alive[name] != live
+	if live {
+		n.alive[name] = true
+	} else {
+		delete(n.alive, name)
+	}
+	n.rmu.Unlock()
+	if changed {
+		n.membershipChanged()
+	}
 }
 
 // leaseExists reads a node's lease (a node that started after the last

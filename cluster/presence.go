@@ -246,15 +246,17 @@ func (n *Node) lost(id, reason string) {
 		reason = "the device disconnected from hub node " + l.node
 	}
 	n.dropRemote(l, reason)
+	n.releasedBy(l)
 }
 
 // ---- links through other nodes
 
 // remoteLink is a device's link on this node to its connection on another.
 type remoteLink struct {
-	id, node string
-	link     *registry.Link
-	conn     *remoteConn
+	id, node  string
+	transport string
+	link      *registry.Link
+	conn      *remoteConn
 }
 
 func (n *Node) attach(id string, c claim) {
@@ -282,7 +284,7 @@ func (n *Node) attach(id string, c claim) {
 	link := n.reg.Connect(registry.ConnectInfo{DeviceID: id, Transport: c.Transport, Node: c.Node}, conn)
 	n.rmu.Lock()
 	old := n.remote[id]
-	n.remote[id] = &remoteLink{id: id, node: c.Node, link: link, conn: conn}
+	n.remote[id] = &remoteLink{id: id, node: c.Node, transport: c.Transport, link: link, conn: conn}
 	n.rmu.Unlock()
 	if old != nil {
 		old.conn.end()

@@ -428,7 +428,7 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	var err error
 	switch {
 	case kind == "d" && deleted:
-		err = n.reg.DeleteDevice(ctx, id)
+		err = n.reg.ApplyDelete(ctx, id)
 		if hub.ErrorCode(err) == hub.ENOTFOUND {
 			err = nil
 		}

@@ -113,6 +113,14 @@ func (m *Metrics) Gauge(name, help string, f func() float64) {
 	}
 }
 
+// CounterFunc registers a counter read from f at each scrape (counts kept
+// elsewhere).
+func (m *Metrics) CounterFunc(name, help string, f func() float64) {
+	if m != nil {
+		m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+	}
+}
+
 // BuildInfo registers xiaozhi_hub_build_info{version,go_version} = 1.
 func (m *Metrics) BuildInfo(version, goVersion string) {
 	if m != nil {

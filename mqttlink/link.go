@@ -152,6 +152,13 @@ func (l *Link) Disconnected(deviceID, reason string) {
 	}
 }
 
+// Holds reports whether the device has an MQTT session here.
+func (l *Link) Holds(deviceID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conns[deviceID] != nil
+}
+
 // Devices is how many devices have an MQTT session.
 func (l *Link) Devices() int {
 	l.mu.Lock()

@@ -37,6 +37,7 @@ type Device struct {
 	DeviceID string
 	ClientID string // its MQTT client id
 	Remote   string // its address, when the broker said
+	closed   bool   // the hub ended its session (Disconnect); still at the broker
 }
 
 // Config configures a Client. URL and the callbacks are required.
@@ -175,13 +176,16 @@ func (c *Client) received(p paho.PublishReceived) (bool, error) {
 		return true, nil
 	}
 	c.mu.Lock()
-	_, known := c.devices[id]
+	d, known := c.devices[id]
 	if !known { // its connect event was missed (the hub reconnected): it is here
-		c.devices[id] = Device{DeviceID: id}
+		d = Device{DeviceID: id}
 	}
+	fresh := !known || d.closed // the hub ended its session: a new one starts
+	d.closed = false
+	c.devices[id] = d
 	c.mu.Unlock()
-	if !known {
-		c.cfg.OnConnect(Device{DeviceID: id})
+	if fresh {
+		c.cfg.OnConnect(d)
 	}
 	c.cfg.OnMessage(id, bytes.Clone(payload))
 	return true, nil
@@ -250,8 +254,10 @@ func (c *Client) forgetAll(reason string) {
 // Publish sends payload to the device's downlink topic, QoS 0.
 func (c *Client) Publish(deviceID string, payload []byte) error {
 	c.mu.Lock()
-	cm, known := c.cm, c.devices[deviceID].DeviceID != ""
+	d, known := c.devices[deviceID]
+	cm := c.cm
 	c.mu.Unlock()
+	known = known && !d.closed
 	if cm == nil || !known {
 		return hub.Errorf(hub.EOFFLINE, "device %s is not connected over MQTT", deviceID)
 	}
@@ -263,13 +269,45 @@ func (c *Client) Publish(deviceID string, payload []byte) error {
 	return nil
 }
 
-// Disconnect forgets the device (the hub cannot close a connection at an
-// external broker: EMQX's REST API can, see docs/emqx.md). Its next
-// message makes it known again.
+// Disconnect notes that the hub ended the device's session (the hub
+// cannot close a connection at an external broker: EMQX's REST API can,
+// see docs/emqx.md). Nothing is published to it any more; its next
+// message starts a new session (OnConnect).
 func (c *Client) Disconnect(deviceID string) {
 	c.mu.Lock()
-	delete(c.devices, deviceID)
+	if d, ok := c.devices[deviceID]; ok {
+		d.closed = true
+		c.devices[deviceID] = d
+	}
 	c.mu.Unlock()
+}
+
+// Reopen notes that the hub may serve the device again (after Disconnect,
+// when another hub node that served it is gone): Publish reaches it. It
+// reports false if the broker has not said the device is connected.
+func (c *Client) Reopen(deviceID string) (Device, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.devices[deviceID]
+	if ok {
+		d.closed = false
+		c.devices[deviceID] = d
+	}
+	return d, ok
+}
+
+// Devices lists the devices the broker says are connected, except those
+// whose session the hub ended (Disconnect).
+func (c *Client) Devices() []Device {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Device, 0, len(c.devices))
+	for _, d := range c.devices {
+		if !d.closed {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Stats returns the drop counters.

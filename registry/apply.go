@@ -56,7 +56,7 @@ func (r *Registry) Apply(ctx context.Context, d hub.Device, current func() bool)
 	e.dev.Transport = transport
 	view := r.viewLocked(e)
 	r.mu.Unlock()
-	r.publish(hub.EventDeviceUpdated, d.ID, view)
+	r.echo(hub.EventDeviceUpdated, d.ID, view)
 	return nil
 }
 
@@ -89,7 +89,7 @@ func (r *Registry) ApplyTools(ctx context.Context, id, hash string, tools []hub.
 	if err != nil {
 		return fmt.Errorf("save tools of %s: %w", id, err)
 	}
-	r.publishToolsChanged(id, diffTools(old, tools), len(tools), hash)
+	r.publishToolsChanged(id, diffTools(old, tools), len(tools), hash, r.echo)
 	return nil
 }
 
@@ -114,7 +114,7 @@ func (r *Registry) ApplyThing(ctx context.Context, id string, t hub.Thing) error
 	if err != nil {
 		return fmt.Errorf("save thing %s of %s: %w", t.Name, id, err)
 	}
-	r.publish(hub.EventIoTChanged, id, map[string]any{"thing": t.Name, "state": t.State})
+	r.echo(hub.EventIoTChanged, id, map[string]any{"thing": t.Name, "state": t.State})
 	return nil
 }
 

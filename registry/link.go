@@ -85,7 +85,11 @@ func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	if old != nil {
 		old.conn.Close("replaced by a newer connection from the same device")
 	}
-	r.publish(hub.EventOnline, info.DeviceID, view)
+	if info.Node != "" {
+		r.echo(hub.EventOnline, info.DeviceID, view)
+	} else {
+		r.publish(hub.EventOnline, info.DeviceID, view)
+	}
 	return l
 }
 
@@ -182,14 +186,14 @@ func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, 
 	if err := l.write(func() error { return r.store.SaveTools(ctx, l.id, hash, tools) }); err != nil {
 		return change, fmt.Errorf("save tools of %s: %w", l.id, err)
 	}
-	r.publishToolsChanged(l.id, change, len(tools), hash)
+	r.publishToolsChanged(l.id, change, len(tools), hash, r.publish)
 	return change, nil
 }
 
 // publishToolsChanged publishes tools_changed: what changed, how many
 // tools the device has now, and the list's hash.
-func (r *Registry) publishToolsChanged(id string, change hub.ToolChange, count int, hash string) {
-	r.publish(hub.EventToolsChanged, id, struct {
+func (r *Registry) publishToolsChanged(id string, change hub.ToolChange, count int, hash string, publish func(string, string, any)) {
+	publish(hub.EventToolsChanged, id, struct {
 		hub.ToolChange
 		Count int    `json:"count"`
 		Hash  string `json:"hash"`
@@ -359,5 +363,9 @@ func (l *Link) Disconnect(ctx context.Context, reason string) {
 			r.log.Warn("could not save device at disconnect", "device", l.id, "err", err)
 		}
 	}
-	r.publish(hub.EventOffline, l.id, map[string]string{"reason": reason})
+	if node != "" {
+		r.echo(hub.EventOffline, l.id, map[string]string{"reason": reason})
+	} else {
+		r.publish(hub.EventOffline, l.id, map[string]string{"reason": reason})
+	}
 }

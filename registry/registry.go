@@ -384,6 +384,16 @@ func (r *Registry) Record(typ, deviceID string, data any) { r.publish(typ, devic
 // device is disconnected; it will be registered afresh if it comes back
 // (and the OnDelete hooks decide whether it may).
 func (r *Registry) DeleteDevice(ctx context.Context, id string) error {
+	return r.deleteDevice(ctx, id, r.publish)
+}
+
+// ApplyDelete is DeleteDevice for a deletion another hub node made (and
+// recorded).
+func (r *Registry) ApplyDelete(ctx context.Context, id string) error {
+	return r.deleteDevice(ctx, id, r.echo)
+}
+
+func (r *Registry) deleteDevice(ctx context.Context, id string, publish func(string, string, any)) error {
 	r.mu.RLock()
 	e, ok := r.devices[id]
 	r.mu.RUnlock()
@@ -420,7 +430,7 @@ func (r *Registry) DeleteDevice(ctx context.Context, id string) error {
 		}
 		link.conn.Close("device deleted from the hub")
 	}
-	r.publish(hub.EventDeviceDeleted, id, nil)
+	publish(hub.EventDeviceDeleted, id, nil)
 	return nil
 }
 
@@ -465,11 +475,21 @@ func (r *Registry) viewLocked(e *entry) hub.Device {
 	return d
 }
 
-func (r *Registry) publish(typ, deviceID string, data any) {
+// publish sends an event of this node to subscribers and records it.
+func (r *Registry) publish(typ, deviceID string, data any) { r.emit(typ, deviceID, data, true) }
+
+// echo sends subscribers the news of what another hub node did (a change
+// applied from the cluster's shared state, a device held by another
+// node coming or going): that node records it, so it is recorded once.
+func (r *Registry) echo(typ, deviceID string, data any) { r.emit(typ, deviceID, data, false) }
+
+func (r *Registry) emit(typ, deviceID string, data any, record bool) {
 	ev := hub.Event{Type: typ, DeviceID: deviceID, Time: r.opts.Now(), Data: data}
 	r.gen.note(ev)
 	r.bus.publish(ev)
-	r.rec.event(ev)
+	if record {
+		r.rec.event(ev)
+	}
 }
 
 func notFound(id string) error {

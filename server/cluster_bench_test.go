@@ -3,8 +3,11 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +123,104 @@ func readyCount(devs []hub.Device) int {
 		}
 	}
 	return ready
+}
+
+// BenchmarkClusterThroughput measures calls per second with 1, 2 and 3
+// nodes on this one machine: twelve devices spread over the nodes, and
+// each call made on the next node in turn (as a load balancer spreads
+// requests), so with k nodes (k-1)/k of the calls cross nodes. All nodes
+// share this machine's CPU: more nodes add NATS hops, not cores.
+//
+//	go test -run NONE -bench ClusterThroughput -benchtime 6000x ./server
+func BenchmarkClusterThroughput(b *testing.B) {
+	for _, k := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", k), func(b *testing.B) {
+			nodes := startCluster(b, k)
+			var devs []*sim.Device
+			for i := range 12 {
+				id, _ := sim.MAC("cd:00", i+1)
+				devs = append(devs, connectTo(b, nodes[i%k], sim.Config{DeviceID: id}))
+			}
+			for _, c := range nodes {
+				waitLong(b, "every device ready on "+c.name, func() bool { return readyCount(c.Registry.Devices()) == len(devs) })
+			}
+			var next atomic.Uint64
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := next.Add(1)
+					req := registry.CallRequest{DeviceID: devs[i%12].ID(), Tool: "self.get_device_status", Arguments: json.RawMessage(`{}`), Caller: "bench"}
+					if _, err := nodes[i%uint64(k)].Registry.CallTool(context.Background(), req); err != nil && hub.ErrorCode(err) != hub.EBUSY {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkClusterReadiness measures a connection storm on a three-node
+// cluster: n devices, a third on each node, connect at once; the time is
+// until every node lists every device with its tools (cross-node: the
+// tool lists and presence reach the other nodes through JetStream).
+//
+//	go test -run NONE -bench ClusterReadiness -benchtime 1x ./server
+func BenchmarkClusterReadiness(b *testing.B) {
+	const n = 600
+	for range b.N {
+		b.StopTimer()
+		nodes := startCluster(b, 3)
+		devs := make([]*sim.Device, n)
+		for j := range devs {
+			id, _ := sim.MAC("ce:00", j+1)
+			devs[j] = sim.New(sim.Config{URL: nodes[j%3].DeviceURL(), DeviceID: id})
+		}
+		b.StartTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, d := range devs {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				if err := d.Connect(ctx); err != nil {
+					b.Errorf("connect: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		var own, all time.Duration
+		for own == 0 || all == 0 {
+			ready := 0
+			for _, c := range nodes {
+				ready += readyCount(c.Registry.Devices())
+			}
+			ownReady := 0
+			for _, c := range nodes {
+				for _, d := range c.Registry.Devices() {
+					if d.Node == "" && d.Online && d.ToolCount > 0 && !d.ToolsStale {
+						ownReady++
+					}
+				}
+			}
+			if own == 0 && ownReady == n {
+				own = time.Since(start)
+			}
+			if ready == 3*n {
+				all = time.Since(start)
+			}
+			if time.Since(start) > 2*time.Minute {
+				b.Fatalf("not ready after 2 min: %d of %d on their own node, %d of %d everywhere", ownReady, n, ready, 3*n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(own.Milliseconds()), "ms-ready-on-own-node")
+		b.ReportMetric(float64(all.Milliseconds()), "ms-ready-on-every-node")
+		for _, d := range devs {
+			d.Close()
+		}
+	}
 }

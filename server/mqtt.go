@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/mqttbroker"
 	"github.com/xiaozhi-hub/hub/mqttlink"
 	"github.com/xiaozhi-hub/hub/mqttremote"
@@ -25,15 +27,21 @@ import (
 // the UDP audio server, and the link that turns their devices into
 // sessions of the device endpoint. Devices on it stay online while idle.
 type mqttSide struct {
-	trust      *ota.Service       // set by wire, before start
-	broker     *mqttbroker.Broker // the embedded broker, or nil
-	remote     *mqttremote.Client // the external broker's client, or nil
-	authSecret string             // what the external broker sends to POST /mqtt/auth
-	audio      *udpaudio.Server
-	link       *mqttlink.Link
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	once       sync.Once // stop
+	trust        *ota.Service       // set by wire, before start
+	broker       *mqttbroker.Broker // the embedded broker, or nil
+	remote       *mqttremote.Client // the external broker's client, or nil
+	shared       *cluster.Node      // set with an external broker in a cluster (mqttshared.go)
+	unshare      func()             // stops taking devices from the other nodes
+	rebalanceNow chan struct{}
+	passedOut    atomic.Uint64 // device messages passed to the node holding the device
+	passedIn     atomic.Uint64 // device messages other nodes passed to this one
+	log          *slog.Logger
+	authSecret   string // what the external broker sends to POST /mqtt/auth
+	audio        *udpaudio.Server
+	link         *mqttlink.Link
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+	once         sync.Once // stop
 }
 
 // bindMQTT binds the broker and the UDP socket; wire connects them to the
@@ -127,9 +135,26 @@ func (h *Hub) wireMQTT(m *mqttSide, a mqttAddrs, trust *ota.Service) error {
 }
 
 // start serves the broker and the UDP socket until stop.
-func (m *mqttSide) start() {
+func (m *mqttSide) start() error {
+	if m.shared != nil {
+		stop, err := m.shared.ServePassed(m.passedHere)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		m.shared.OnReleased(m.released)
+		m.shared.OnMembership(func() { signalNow(m.rebalanceNow) })
+		m.unshare = func() {
+			m.shared.OnReleased(nil)
+			m.shared.OnMembership(nil)
+			stop()
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	if m.shared != nil {
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.rebalance(ctx) }()
+	}
 	m.wg.Add(2)
 	go func() {
 		defer m.wg.Done()
@@ -140,12 +165,16 @@ func (m *mqttSide) start() {
 		}
 	}()
 	go func() { defer m.wg.Done(); _ = m.audio.Run(ctx) }()
+	return nil
 }
 
 // stop disconnects every MQTT device (their sessions end as the devices
 // go offline) and closes both sockets.
 func (m *mqttSide) stop() {
 	m.once.Do(func() {
+		if m.unshare != nil {
+			m.unshare()
+		}
 		if m.cancel == nil {
 			m.closeBroker()
 			return
@@ -202,6 +231,8 @@ func (m *mqttSide) register(r *prometheus.Registry) {
 var (
 	mqttDroppedDesc = prometheus.NewDesc("xiaozhi_hub_mqtt_dropped_total",
 		"MQTT messages and connections the broker refused or dropped, by reason.", []string{"reason"}, nil)
+	mqttPassedDesc = prometheus.NewDesc("xiaozhi_hub_mqtt_passed_total",
+		"Device messages the shared broker gave this node that were passed to the node holding the device (out), and passed here by others (in).", []string{"direction"}, nil)
 	udpDatagramsDesc = prometheus.NewDesc("xiaozhi_hub_udp_datagrams_total",
 		"UDP audio datagrams by outcome (received, accepted, sent, or the rule that dropped them).", []string{"outcome"}, nil)
 )
@@ -211,6 +242,9 @@ type statsCollector struct{ m *mqttSide }
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- mqttDroppedDesc
 	ch <- udpDatagramsDesc
+	if c.m.shared != nil {
+		ch <- mqttPassedDesc
+	}
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -225,6 +259,10 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for reason, n := range drops {
 		ch <- prometheus.MustNewConstMetric(mqttDroppedDesc, prometheus.CounterValue, float64(n), reason)
+	}
+	if c.m.shared != nil {
+		ch <- prometheus.MustNewConstMetric(mqttPassedDesc, prometheus.CounterValue, float64(c.m.passedOut.Load()), "out")
+		ch <- prometheus.MustNewConstMetric(mqttPassedDesc, prometheus.CounterValue, float64(c.m.passedIn.Load()), "in")
 	}
 	u := c.m.audio.Stats()
 	for outcome, n := range map[string]uint64{"received": u.Received, "accepted": u.Accepted, "sent": u.Sent,
@@ -245,18 +283,15 @@ func hostOf(addr string) string {
 // bindRemote prepares the client of an external broker and binds the UDP
 // socket; the broker asks the hub about logins at POST /mqtt/auth.
 func (h *Hub) bindRemote(a mqttAddrs, log *slog.Logger) (*mqttSide, error) {
-	side := &mqttSide{}
-	c, err := mqttremote.New(mqttremote.Config{URL: a.broker, Logger: log,
-		OnConnect: func(d mqttremote.Device) {
-			id, err := protocol.ParseMQTTLogin(d.ClientID, d.DeviceID, "")
-			if err != nil {
-				id = protocol.Identity{DeviceID: d.DeviceID, ProtocolVersion: 3}
-			}
-			side.link.Connected(id, "mqtt "+d.Remote, "")
-		},
-		// One connection carries every device: a session that is behind
-		// loses the message rather than holding up the others.
-		OnMessage:    func(id string, p []byte) { side.link.Offer(id, p) },
+	side := &mqttSide{log: log, rebalanceNow: make(chan struct{}, 1)}
+	clientID := "xiaozhi-hub"
+	if h.cluster != nil { // each node is its own client of the broker
+		side.shared = h.cluster.node
+		clientID += "-" + side.shared.Name()
+	}
+	c, err := mqttremote.New(mqttremote.Config{URL: a.broker, Logger: log, ClientID: clientID,
+		OnConnect:    side.connected,
+		OnMessage:    side.message,
 		OnDisconnect: func(id, reason string) { side.link.Disconnected(id, reason) },
 	})
 	if err != nil {

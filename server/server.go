@@ -170,6 +170,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	if cl != nil {
 		m.Gauge("xiaozhi_hub_cluster_nodes", "Hub nodes of the cluster with a live lease, as this node last saw them.", func() float64 { return float64(cl.node.Nodes()) })
 		m.Gauge("xiaozhi_hub_cluster_remote_devices", "Devices online on this node through the node holding their connection.", func() float64 { return float64(cl.node.RemoteDevices()) })
+		m.CounterFunc("xiaozhi_hub_cluster_history_unshared_total", "Call records and events this node recorded but could not append to the cluster's history stream.", func() float64 { return float64(cl.node.Unshared()) })
 		err := cl.node.ServeTrust(trust)
 		if err == nil {
 			err = cl.node.Start(ctx, reg)
@@ -238,7 +239,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	}
 	h.ln = ln
 	if h.mqtt != nil {
-		h.mqtt.start() // devices on MQTT are served from here on
+		if err := h.mqtt.start(); err != nil { // devices on MQTT are served from here on
+			ln.Close()
+			h.closeCore()
+			return nil, err
+		}
 	}
 	if err := lock.describe(ln.Addr().String()); err != nil {
 		log.Warn("could not write the listen address into the lock file", "err", err)

@@ -108,7 +108,7 @@ func multiInsert(head string, cols int) map[int]string {
 var (
 	insertCallsSQL = multiInsert(`INSERT INTO calls (id, device_id, kind, tool, caller, arguments, result,
 		outcome, started, duration_ms)`, 10)
-	insertEventsSQL = multiInsert(`INSERT INTO events (type, device_id, time, data)`, 4)
+	insertEventsSQL = multiInsert(`INSERT INTO events (type, device_id, time, data, node)`, 5)
 )
 
 func insertCall(w *wtx, c hub.CallRecord) (int64, error) {
@@ -214,7 +214,7 @@ func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
 // Events returns the newest events first, for one device if deviceID is
 // set; at most limit (default 100, at most 1000).
 func (s *Store) Events(ctx context.Context, deviceID string, n int) ([]hub.Event, error) {
-	q := `SELECT type, device_id, time, data FROM events`
+	q := `SELECT type, device_id, time, data, node FROM events`
 	args := []any{}
 	if deviceID != "" {
 		q += ` WHERE device_id = ?`
@@ -232,7 +232,7 @@ func (s *Store) Events(ctx context.Context, deviceID string, n int) ([]hub.Event
 		var e hub.Event
 		var at sql.NullInt64
 		var data sql.NullString
-		if err := rows.Scan(&e.Type, &e.DeviceID, &at, &data); err != nil {
+		if err := rows.Scan(&e.Type, &e.DeviceID, &at, &data, &e.Node); err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
 		}
 		e.Time = timeCol(at)

@@ -49,8 +49,8 @@ type logRows struct {
 
 // eventRow is an event encoded for insertion.
 type eventRow struct {
-	typ, device string
-	at, data    any // data is NULL when there is none
+	typ, device, node string
+	at, data          any // data is NULL when there is none
 }
 
 func encodeEvents(es []hub.Event) ([]eventRow, error) {
@@ -60,7 +60,7 @@ func encodeEvents(es []hub.Event) ([]eventRow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("add %s event: %w", e.Type, err)
 		}
-		rows[i] = eventRow{typ: e.Type, device: e.DeviceID, at: at}
+		rows[i] = eventRow{typ: e.Type, device: e.DeviceID, node: e.Node, at: at}
 		if e.Data != nil {
 			js, err := json.Marshal(e.Data)
 			if err != nil {
@@ -82,12 +82,18 @@ func (s *Store) runLogs(w *wtx, ops []*op) error {
 		all.calls = append(all.calls, o.log.calls...)
 		all.events = append(all.events, o.log.events...)
 	}
-	if len(all.calls) > 0 {
-		id, err := insertCalls(w, all.calls)
+	own, peers := splitCalls(all.calls)
+	if len(own) > 0 {
+		id, err := insertCalls(w, own)
 		if err != nil {
 			return err
 		}
 		if err := prune(w, `DELETE FROM calls WHERE id <= ?`, id, s.opts.MaxCalls); err != nil {
+			return err
+		}
+	}
+	if len(peers) > 0 {
+		if err := s.insertPeerCalls(w, peers); err != nil {
 			return err
 		}
 	}
@@ -102,13 +108,13 @@ func (s *Store) insertEvents(w *wtx, rows []eventRow) error {
 	if _, err := s.eventCounts(w); err != nil { // before the new rows
 		return err
 	}
-	args := make([]any, 0, 4*min(len(rows), rowsPerInsert))
+	args := make([]any, 0, 5*min(len(rows), rowsPerInsert))
 	devices := make([]string, len(rows))
 	for i := 0; i < len(rows); {
 		n := rowsIn(len(rows) - i)
 		args = args[:0]
 		for j := i; j < i+n; j++ {
-			args = append(args, rows[j].typ, rows[j].device, rows[j].at, rows[j].data)
+			args = append(args, rows[j].typ, rows[j].device, rows[j].at, rows[j].data, rows[j].node)
 			devices[j] = rows[j].device
 		}
 		if _, err := w.exec(insertEventsSQL[n], args...); err != nil {

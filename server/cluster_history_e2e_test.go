@@ -1,0 +1,79 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/xiaozhi-hub/hub/sim"
+)
+
+// historyOf lists a device's calls and events on one node by the node
+// that recorded each: "call hub-1", "online hub-1", "device_updated hub-2".
+func historyOf(c *clusterNode, id string) map[string]int {
+	out := map[string]int{}
+	_, calls := c.call("GET", "/api/calls?device="+id, nil)
+	for _, x := range calls["calls"].([]any) {
+		out["call "+x.(map[string]any)["node"].(string)]++
+	}
+	_, evs := c.call("GET", "/api/devices/"+id+"/events", nil)
+	for _, x := range evs["events"].([]any) {
+		e := x.(map[string]any)
+		node, _ := e["node"].(string)
+		out[e["type"].(string)+" "+node]++
+	}
+	return out
+}
+
+// The history is one stream: every node lists every node's calls and
+// events, each once, naming the node that recorded it; a node that was
+// away catches up when it is back, and a dead node's records stay listed.
+func TestClusterHistoryIsOneStream(t *testing.T) {
+	nodes := startCluster(t, 3)
+	d := connectTo(t, nodes[0], sim.Config{DeviceID: "aa:00:00:00:0c:71", Lamp: true})
+	waitFor(t, "the device on hub-3", func() bool { return lampTool(t, nodes[2], d.ID()) != "" && nodes[2].device(d.ID())["online"] == true })
+	tool := lampTool(t, nodes[2], d.ID())
+	call := func(c *clusterNode) {
+		t.Helper()
+		if st, body := c.call("POST", "/api/devices/"+d.ID()+"/tools/"+tool+"/call", map[string]any{"arguments": map[string]any{}}); st != 200 {
+			t.Fatalf("call from %s = %d %v", c.name, st, body)
+		}
+	}
+	call(nodes[0])
+	call(nodes[1])
+	if st, body := nodes[1].call("PATCH", "/api/devices/"+d.ID(), map[string]any{"room": "书房"}); st != 200 {
+		t.Fatalf("rename on hub-2 = %d %v", st, body)
+	}
+	for _, c := range nodes {
+		waitFor(t, "the whole history on "+c.name, func() bool {
+			h := historyOf(c, d.ID())
+			return h["call hub-1"] == 1 && h["call hub-2"] == 1 && h["device_updated hub-2"] == 1
+		})
+		h := historyOf(c, d.ID())
+		if h["online hub-1"] != 1 || h["online hub-2"]+h["online hub-3"] != 0 || h["device_updated hub-1"]+h["device_updated hub-3"] != 0 {
+			t.Fatalf("%s lists %v: the device came online on hub-1 and was renamed on hub-2, each recorded once", c.name, h)
+		}
+	}
+
+	// hub-3 is away while hub-1 and hub-2 make calls: back, it has them.
+	cfg := nodes[2].Config()
+	nodes[2].stop()
+	call(nodes[0])
+	call(nodes[1])
+	back, err := openNode(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(back.stop)
+	nodes[2] = back
+	waitLong(t, "hub-3 to catch up with the calls made while it was away", func() bool {
+		h := historyOf(back, d.ID())
+		return h["call hub-1"] == 2 && h["call hub-2"] == 2
+	})
+
+	// hub-1 dies: what it recorded is still listed on the others.
+	nodes[0].Crash()
+	for _, c := range nodes[1:] {
+		if h := historyOf(c, d.ID()); h["call hub-1"] != 2 || h["online hub-1"] != 1 {
+			t.Fatalf("after hub-1's death %s lists %v; want hub-1's two calls and its online event", c.name, h)
+		}
+	}
+}
