@@ -74,7 +74,7 @@ type Node struct {
 	trustLocal  TrustStore         // set by TrustStore
 	js          jetstream.JetStream
 	history     jetstream.Stream
-	hist        historyStats
+	hist        history
 	local       registry.Store // this node's own store (set by Store)
 	stopHistory func()         // set by Start
 	serviceSubs []*nats.Subscription
@@ -131,8 +131,8 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	var n *Node
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(10*time.Second),
-		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) { n.unshared(err) }))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256), jetstream.WithPublishAsyncTimeout(10*time.Second),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) { n.retryLater(m, err) }))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}

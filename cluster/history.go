@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
@@ -37,12 +40,23 @@ const (
 
 func historySubject(kind, node string) string { return "xzhub.history." + kind + "." + key(node) }
 
-// historyRecord is one stream message: a call record or an event.
-type historyRecord struct {
-	Node  string          `json:"node"`
-	Call  *hub.CallRecord `json:"call,omitempty"`
-	Event *hub.Event      `json:"event,omitempty"`
+// historyBatch is one stream message: the records one node made within a
+// short while (batching keeps the stream's replication, and the other
+// nodes' copying, from costing every call a round of messages).
+type historyBatch struct {
+	Node   string           `json:"node"`
+	Calls  []hub.CallRecord `json:"calls,omitempty"`
+	Events []hub.Event      `json:"events,omitempty"`
 }
+
+const (
+	historyFlush     = 50 * time.Millisecond // a record waits at most this long for its batch
+	historyBatchSize = 48 << 10              // bytes of records per batch, under historyMaxMsg
+	historyAckEvery  = 200 * time.Millisecond
+	historyAttempts  = 100 // a batch is tried again on each flush, for about 5 s (plus the publishes' own timeouts)
+	historyRetries   = 64  // batches waiting to be tried again
+	attemptHeader    = "Xzhub-Attempt"
+)
 
 // peerCalls is what the local store offers for the other nodes' calls
 // (store.Store does).
@@ -50,8 +64,18 @@ type peerCalls interface {
 	PeerCalls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error)
 }
 
-// historyStats counts records that did not reach the stream.
-type historyStats struct {
+// history is this node's side of the stream: the batch being filled, and
+// counts of what did not reach the stream.
+type history struct {
+	mu    sync.Mutex
+	batch historyBatch
+	size  int
+	retry []*nats.Msg // batches to try again (retryLater)
+	epoch int64       // set and read by the flusher only
+	seq   atomic.Uint64
+	wake  chan struct{} // the batch is full
+	done  chan struct{} // closed when the flusher has sent the last batch
+
 	unshared atomic.Uint64
 	warned   atomic.Int64
 }
@@ -71,35 +95,143 @@ func (n *Node) createHistory(ctx context.Context, js jetstream.JetStream, replic
 	return s, err
 }
 
-// share appends this node's records to the stream without waiting (a
-// record the stream does not take is still in this node's store, and
-// counted).
+// share adds this node's records to the batch on its way to the stream,
+// without waiting (a record the stream does not take is still in this
+// node's store, and counted).
 func (n *Node) share(calls []hub.CallRecord, events []hub.Event) {
-	put := func(kind string, r historyRecord) {
-		b, err := json.Marshal(r)
-		if err == nil {
-			_, err = n.js.PublishAsync(historySubject(kind, n.name), b)
-		}
-		if err != nil {
-			n.unshared(err)
-		}
+	h := &n.hist
+	h.mu.Lock()
+	for _, c := range calls {
+		h.batch.Calls = append(h.batch.Calls, c)
+		h.size += 256 + 2*(len(c.Arguments)+len(c.Result)) // JSON escaping
 	}
-	for i := range calls {
-		c := calls[i]
-		put("call", historyRecord{Node: n.name, Call: &c})
+	for _, e := range events {
+		h.batch.Events = append(h.batch.Events, e)
+		h.size += 256 + approxSize(e.Data)
 	}
-	for i := range events {
-		e := events[i]
-		put("event", historyRecord{Node: n.name, Event: &e})
+	full := h.size >= historyBatchSize
+	h.mu.Unlock()
+	if full {
+		signal(h.wake)
 	}
 }
 
-func (n *Node) unshared(err error) {
-	n.hist.unshared.Add(1)
+// approxSize is what an event's data adds to a batch: the registry bounds
+// it (4 KiB of JSON), so the bound is the estimate.
+func approxSize(data any) int {
+	if data == nil {
+		return 0
+	}
+	return 4 << 10
+}
+
+// flushLoop sends the batch every historyFlush (or when full) until stop,
+// then sends what is left.
+func (n *Node) flushLoop(stop <-chan struct{}) {
+	defer close(n.hist.done)
+	tick := time.NewTicker(historyFlush)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			n.flush()
+			return
+		case <-tick.C:
+		case <-n.hist.wake:
+		}
+		n.flush()
+	}
+}
+
+func (n *Node) flush() {
+	h := &n.hist
+	h.mu.Lock()
+	b, retry := h.batch, h.retry
+	h.batch, h.size, h.retry = historyBatch{}, 0, nil
+	h.mu.Unlock()
+	for _, m := range retry {
+		n.publishMsg(&nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
+	}
+	if len(b.Calls) == 0 && len(b.Events) == 0 {
+		return
+	}
+	b.Node = n.name
+	data, err := json.Marshal(b)
+	if err == nil && len(data) > historyMaxMsg && len(b.Calls)+len(b.Events) > 1 {
+		// The estimates were off (much escaping): one record a message.
+		for _, c := range b.Calls {
+			n.publish(historyBatch{Node: n.name, Calls: []hub.CallRecord{c}})
+		}
+		for _, e := range b.Events {
+			n.publish(historyBatch{Node: n.name, Events: []hub.Event{e}})
+		}
+		return
+	}
+	n.publish(b)
+}
+
+func (n *Node) publish(b historyBatch) {
+	data, err := json.Marshal(b)
+	if err != nil {
+		n.unshared(len(b.Calls)+len(b.Events), err)
+		return
+	}
+	m := &nats.Msg{Subject: historySubject("batch", n.name), Data: data, Header: nats.Header{}}
+	// A batch sent again after a timeout may have been stored the first
+	// time: the stream keeps one copy of each id (for 2 minutes).
+	m.Header.Set(nats.MsgIdHdr, n.hist.batchID(n.name))
+	n.publishMsg(m)
+}
+
+func (n *Node) publishMsg(m *nats.Msg) {
+	if _, err := n.js.PublishMsgAsync(m); err != nil {
+		n.retryLater(m, err)
+	}
+}
+
+// batchID names a batch uniquely: the node, when this process began
+// sending, and a count.
+func (h *history) batchID(node string) string {
+	if h.epoch == 0 {
+		h.epoch = time.Now().UnixNano()
+	}
+	return node + "-" + strconv.FormatInt(h.epoch, 36) + "-" + strconv.FormatUint(h.seq.Add(1), 36)
+}
+
+// retryLater keeps a batch the stream did not take (no leader while
+// JetStream elects one, a timeout) for the next flush, a few times, in a
+// bounded queue; beyond that its records are counted as unshared.
+func (n *Node) retryLater(m *nats.Msg, err error) {
+	attempt, _ := strconv.Atoi(m.Header.Get(attemptHeader))
+	h := &n.hist
+	h.mu.Lock()
+	keep := attempt < historyAttempts && len(h.retry) < historyRetries
+	if keep {
+		m.Header.Set(attemptHeader, strconv.Itoa(attempt+1))
+		h.retry = append(h.retry, m)
+	}
+	h.mu.Unlock()
+	if !keep {
+		n.unsharedMsg(m, err)
+	}
+}
+
+func (n *Node) unshared(count int, err error) {
+	n.hist.unshared.Add(uint64(count))
 	now := time.Now().UnixNano()
 	if last := n.hist.warned.Load(); now-last >= int64(time.Second) && n.hist.warned.CompareAndSwap(last, now) {
-		n.log.Warn("a record did not reach the cluster's history (it is in this node's own)", "err", err)
+		n.log.Warn("records did not reach the cluster's history (they are in this node's own)", "count", count, "err", err)
 	}
+}
+
+// unsharedMsg counts the records of a batch the stream did not take.
+func (n *Node) unsharedMsg(m *nats.Msg, err error) {
+	var b historyBatch
+	if m != nil && json.Unmarshal(m.Data, &b) == nil {
+		n.unshared(len(b.Calls)+len(b.Events), err)
+		return
+	}
+	n.unshared(1, err)
 }
 
 // Unshared is how many records this node could not append to the
@@ -107,49 +239,51 @@ func (n *Node) unshared(err error) {
 func (n *Node) Unshared() uint64 { return n.hist.unshared.Load() }
 
 // copyHistory follows the stream with this node's durable consumer and
-// writes the other nodes' records into the local store, acknowledging each
-// once it is committed.
+// writes the other nodes' records into the local store. Acknowledgements
+// are cumulative and sent at most every historyAckEvery, for the newest
+// batch committed: a node that dies meanwhile gets those batches again
+// (calls are kept once per node and id; events may then appear twice).
 func (n *Node) copyHistory(ctx context.Context, local registry.Store) error {
 	cons, err := n.history.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: "history-" + key(n.name), Description: "xiaozhi-hub node " + n.name + " copying the history",
-		AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1024, AckWait: 30 * time.Second,
+		AckPolicy: jetstream.AckAllPolicy, MaxAckPending: 4096, AckWait: time.Minute,
 		DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: 7 * 24 * time.Hour,
 	})
 	if err != nil {
 		return err
 	}
+	var committed atomic.Pointer[jetstream.Msg]
+	hctx, cancel := context.WithCancel(n.ctx)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		var r historyRecord
-		if json.Unmarshal(m.Data(), &r) != nil || r.Node == "" {
+		var b historyBatch
+		if json.Unmarshal(m.Data(), &b) != nil || b.Node == "" {
 			m.Term() // not ours to understand: never again
 			return
 		}
-		if r.Node == n.name {
-			m.Ack()
+		if b.Node == n.name {
+			committed.Store(&m)
 			return
 		}
-		var calls []hub.CallRecord
-		var events []hub.Event
-		switch {
-		case r.Call != nil:
-			r.Call.Node = r.Node
-			calls = append(calls, *r.Call)
-		case r.Event != nil:
-			r.Event.Node = r.Node
-			events = append(events, *r.Event)
-		default:
-			m.Term()
-			return
+		for i := range b.Calls {
+			b.Calls[i].Node = b.Node
 		}
-		err := local.Log(calls, events, func(err error) {
+		for i := range b.Events {
+			b.Events[i].Node = b.Node
+		}
+		done := func(err error) {
 			if err != nil {
-				m.NakWithDelay(time.Second)
-			} else {
-				m.Ack()
+				n.log.Warn("could not copy another node's records", "node", b.Node, "err", err)
 			}
-		})
-		if err != nil { // the store is behind: later
-			m.NakWithDelay(time.Second)
+			committed.Store(&m)
+		}
+		// The store's queue is full only for a moment: wait (holding up
+		// this consumer, not the hub) rather than lose the batch.
+		for local.Log(b.Calls, b.Events, done) != nil {
+			select {
+			case <-hctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
@@ -157,9 +291,38 @@ func (n *Node) copyHistory(ctx context.Context, local registry.Store) error {
 		}
 	}))
 	if err != nil {
+		cancel()
 		return err
 	}
-	n.stopHistory = cc.Stop
+	acked := make(chan struct{})
+	go func() {
+		defer close(acked)
+		tick := time.NewTicker(historyAckEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				if m := committed.Swap(nil); m != nil {
+					(*m).Ack()
+				}
+				return
+			case <-tick.C:
+				if m := committed.Swap(nil); m != nil {
+					(*m).Ack()
+				}
+			}
+		}
+	}()
+	stopFlush := make(chan struct{})
+	n.hist.wake, n.hist.done = make(chan struct{}, 1), make(chan struct{})
+	go n.flushLoop(stopFlush)
+	n.stopHistory = func() {
+		cc.Stop()
+		cancel()
+		<-acked
+		close(stopFlush)
+		<-n.hist.done
+	}
 	return nil
 }
 

@@ -162,65 +162,69 @@ func BenchmarkClusterThroughput(b *testing.B) {
 	}
 }
 
-// BenchmarkClusterReadiness measures a connection storm on a three-node
-// cluster: n devices, a third on each node, connect at once; the time is
-// until every node lists every device with its tools (cross-node: the
-// tool lists and presence reach the other nodes through JetStream).
+// BenchmarkClusterReadiness measures a connection storm: n devices,
+// spread evenly over the nodes, connect at once; the times are until each
+// device's own node has its tools, and until every node lists every device
+// with its tools (the tool lists and presence reach the other nodes through
+// JetStream). One node is the baseline.
 //
 //	go test -run NONE -bench ClusterReadiness -benchtime 1x ./server
 func BenchmarkClusterReadiness(b *testing.B) {
 	const n = 600
-	for range b.N {
-		b.StopTimer()
-		nodes := startCluster(b, 3)
-		devs := make([]*sim.Device, n)
-		for j := range devs {
-			id, _ := sim.MAC("ce:00", j+1)
-			devs[j] = sim.New(sim.Config{URL: nodes[j%3].DeviceURL(), DeviceID: id})
-		}
-		b.StartTimer()
-		start := time.Now()
-		var wg sync.WaitGroup
-		for _, d := range devs {
-			wg.Go(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				if err := d.Connect(ctx); err != nil {
-					b.Errorf("connect: %v", err)
+	for _, k := range []int{1, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", k), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				nodes := startCluster(b, k)
+				devs := make([]*sim.Device, n)
+				for j := range devs {
+					id, _ := sim.MAC("ce:00", j+1)
+					devs[j] = sim.New(sim.Config{URL: nodes[j%k].DeviceURL(), DeviceID: id})
 				}
-			})
-		}
-		wg.Wait()
-		var own, all time.Duration
-		for own == 0 || all == 0 {
-			ready := 0
-			for _, c := range nodes {
-				ready += readyCount(c.Registry.Devices())
-			}
-			ownReady := 0
-			for _, c := range nodes {
-				for _, d := range c.Registry.Devices() {
-					if d.Node == "" && d.Online && d.ToolCount > 0 && !d.ToolsStale {
-						ownReady++
+				b.StartTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				for _, d := range devs {
+					wg.Go(func() {
+						ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+						defer cancel()
+						if err := d.Connect(ctx); err != nil {
+							b.Errorf("connect: %v", err)
+						}
+					})
+				}
+				wg.Wait()
+				var own, all time.Duration
+				for own == 0 || all == 0 {
+					ready, ownReady := 0, 0
+					for _, c := range nodes {
+						for _, d := range c.Registry.Devices() {
+							if d.Online && d.ToolCount > 0 && !d.ToolsStale {
+								ready++
+								if d.Node == "" {
+									ownReady++
+								}
+							}
+						}
 					}
+					if own == 0 && ownReady == n {
+						own = time.Since(start)
+					}
+					if ready == k*n {
+						all = time.Since(start)
+					}
+					if time.Since(start) > 2*time.Minute {
+						b.Fatalf("not ready after 2 min: %d of %d on their own node, %d of %d everywhere", ownReady, n, ready, k*n)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(own.Milliseconds()), "ms-ready-on-own-node")
+				b.ReportMetric(float64(all.Milliseconds()), "ms-ready-on-every-node")
+				for _, d := range devs {
+					d.Close()
 				}
 			}
-			if own == 0 && ownReady == n {
-				own = time.Since(start)
-			}
-			if ready == 3*n {
-				all = time.Since(start)
-			}
-			if time.Since(start) > 2*time.Minute {
-				b.Fatalf("not ready after 2 min: %d of %d on their own node, %d of %d everywhere", ownReady, n, ready, 3*n)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(own.Milliseconds()), "ms-ready-on-own-node")
-		b.ReportMetric(float64(all.Milliseconds()), "ms-ready-on-every-node")
-		for _, d := range devs {
-			d.Close()
-		}
+		})
 	}
 }

@@ -42,10 +42,16 @@ func TestClusterHistoryIsOneStream(t *testing.T) {
 	if st, body := nodes[1].call("PATCH", "/api/devices/"+d.ID(), map[string]any{"room": "书房"}); st != 200 {
 		t.Fatalf("rename on hub-2 = %d %v", st, body)
 	}
+	var last map[string]int
+	defer func() {
+		if t.Failed() {
+			t.Logf("the history last listed: %v", last)
+		}
+	}()
 	for _, c := range nodes {
-		waitFor(t, "the whole history on "+c.name, func() bool {
-			h := historyOf(c, d.ID())
-			return h["call hub-1"] == 1 && h["call hub-2"] == 1 && h["device_updated hub-2"] == 1
+		waitLong(t, "the whole history on "+c.name, func() bool {
+			last = historyOf(c, d.ID())
+			return last["call hub-1"] == 1 && last["call hub-2"] == 1 && last["device_updated hub-2"] == 1
 		})
 		h := historyOf(c, d.ID())
 		if h["online hub-1"] != 1 || h["online hub-2"]+h["online hub-3"] != 0 || h["device_updated hub-1"]+h["device_updated hub-3"] != 0 {

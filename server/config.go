@@ -92,7 +92,7 @@ type Config struct {
 	// Several hub nodes acting as one (package cluster; cluster.go).
 	ClusterNATS       string   `yaml:"cluster-nats" help:"run as one node of a cluster: embedded (a NATS node in this process, joined to cluster-peers) or the URLs of a NATS cluster, e.g. nats://nats-1:4222,nats://nats-2:4222 (empty: a hub alone, no NATS)"`
 	ClusterNode       string   `yaml:"cluster-node" help:"this node's name in the cluster, unique and kept across restarts (default: host name and listen port)"`
-	ClusterListen     string   `yaml:"cluster-listen" help:"with cluster-nats embedded: where the other nodes' NATS routes reach this one, e.g. :6222 (empty: a NATS node alone)"`
+	ClusterListen     string   `yaml:"cluster-listen" help:"with cluster-nats embedded: where the other nodes' NATS routes reach this one, e.g. :6222; needs cluster-peers (empty: a NATS node alone)"`
 	ClusterPeers      []string `yaml:"cluster-peers" help:"with cluster-nats embedded: the other nodes' NATS routes, comma-separated, e.g. nats://hub-2:6222,nats://hub-3:6222"`
 	ClusterSecret     string   `yaml:"cluster-secret" help:"with cluster-listen: the secret every node presents on its NATS routes (the same on all nodes, at least 16 characters); a node without it cannot join"`
 	ClusterNATSListen string   `yaml:"cluster-nats-listen" help:"with cluster-nats embedded: also serve NATS clients (nats CLI, monitoring) on this host:port (empty: none)"`
@@ -157,6 +157,10 @@ func (c Config) Validate() error {
 	}
 	if len(c.ClusterPeers) > 0 && c.ClusterListen == "" {
 		errs = append(errs, errors.New("cluster-peers needs cluster-listen: the address the peers' routes reach this node on"))
+	}
+	if c.ClusterListen != "" && len(c.ClusterPeers) == 0 {
+		// NATS would wait for peers that are not named, and JetStream never starts.
+		errs = append(errs, errors.New("cluster-listen needs cluster-peers: name the other nodes' routes on every node, e.g. nats://hub-2:6222,nats://hub-3:6222 (a node alone needs neither)"))
 	}
 	if c.MCPOAuth != "on" && c.MCPOAuth != "off" {
 		errs = append(errs, fmt.Errorf("mcp-oauth: %q is not on or off", c.MCPOAuth))
