@@ -38,6 +38,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -86,12 +87,17 @@ type Node struct {
 	remote   map[string]*remoteLink        // device id → link through another node
 	subs     map[string]*nats.Subscription // device id → its subject, while connected here
 	claimed  map[string]uint64             // device id → revision of this node's presence claim
-	alive    map[string]bool               // node name → lease seen on the last sweep
+	alive    map[string]bool               // node name → counted alive (leased, not silent)
+	leased   map[string]bool               // node name → its lease, as last seen
+	heard    map[string]time.Time          // node name → its last heartbeat (liveness.go)
 	released func(id, transport string)    // set by OnReleased
 	changed  func()                        // set by OnMembership
 	waiting  map[string]claim              // device id → a claim that came before the device's record
 
 	stateW, presW, nodesW *watched // the buckets as this node follows them
+	beatWake              chan struct{}
+	judging               sync.Mutex
+	connected             atomic.Int64 // unix ns when the NATS connection was last (re)made
 
 	presence      *queue        // this node's presence news, in order
 	presenceEnded chan struct{} // closed when presenceLoop has written the last news
@@ -139,14 +145,17 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 	n = &Node{js: js,
 		name: o.Name, nc: nc, log: o.Logger, ttl: o.LeaseTTL,
 		seen: map[string]seenValue{}, remote: map[string]*remoteLink{}, subs: map[string]*nats.Subscription{},
-		claimed: map[string]uint64{}, alive: map[string]bool{}, waiting: map[string]claim{},
-		applyQ: make(chan jetstream.KeyValueEntry, 1024),
+		claimed: map[string]uint64{}, alive: map[string]bool{}, leased: map[string]bool{}, heard: map[string]time.Time{}, waiting: map[string]claim{},
+		beatWake: make(chan struct{}, 1),
+		applyQ:   make(chan jetstream.KeyValueEntry, 1024),
 	}
 	n.presence = newQueue()
 	n.stateW = &watched{moved: make(chan struct{}, 1)}
 	n.presW = &watched{moved: make(chan struct{}, 1)}
 	n.nodesW = &watched{moved: make(chan struct{}, 1)}
+	n.connected.Store(time.Now().UnixNano())
 	nc.SetReconnectHandler(func(*nats.Conn) { // the connection moved to another NATS node
+		n.connected.Store(time.Now().UnixNano())
 		signal(n.stateW.moved)
 		signal(n.presW.moved)
 		signal(n.nodesW.moved)
@@ -228,6 +237,9 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	n.spawn(func() { n.follow(n.presW, pw, n.onPresence) })
 	n.spawn(func() { n.follow(n.nodesW, nw, n.onLease) })
 	n.spawn(n.leaseLoop)
+	if err := n.startBeats(); err != nil {
+		return fmt.Errorf("cluster: heartbeats: %w", err)
+	}
 	n.presenceEnded = make(chan struct{})
 	go func() {
 		defer close(n.presenceEnded)
@@ -368,21 +380,42 @@ func (n *Node) aliveNodes() []string {
 	return out
 }
 
-// sweep reads the leases; links through nodes without one are dropped
-// and their presence claims removed.
+// sweep reads the leases, then drops what depended on nodes that have
+// none any more (or have gone silent: liveness.go).
 func (n *Node) sweep(ctx context.Context) error {
 	keys, err := n.nodes.ListKeys(ctx)
 	if err != nil {
 		return err
 	}
-	alive := map[string]bool{}
+	leased := map[string]bool{}
 	for k := range keys.Keys() {
 		if name, ok := unkey(k); ok {
-			alive[name] = true
+			leased[name] = true
 		}
 	}
-	alive[n.name] = true
 	n.rmu.Lock()
+	n.leased = leased
+	n.rmu.Unlock()
+	n.recompute(ctx)
+	return nil
+}
+
+// recompute decides which nodes are alive (a lease, and not silent) and
+// drops the links through the others, removing their presence claims.
+func (n *Node) recompute(ctx context.Context) {
+	n.judging.Lock() // the lease loop and the heartbeat loop both judge
+	defer n.judging.Unlock()
+	now := time.Now()
+	judge := n.nc.Status() == nats.CONNECTED && now.Sub(n.connectedSince()) > beatTimeout
+	n.rmu.Lock()
+	alive := map[string]bool{n.name: true}
+	for name := range n.leased {
+		if !judge || !n.silentLocked(name, now) {
+			alive[name] = true
+		} else if n.alive[name] {
+			n.log.Warn("hub node silent: taken for dead", "node", name, "silentFor", now.Sub(n.lastHeardLocked(name)).Round(time.Second))
+		}
+	}
 	changed := !maps.Equal(alive, n.alive)
 	n.alive = alive
 	var dead []*remoteLink
@@ -406,7 +439,6 @@ func (n *Node) sweep(ctx context.Context) error {
 	if changed {
 		n.membershipChanged()
 	}
-	return nil
 }
 
 // onLease notes a node that joined or left (a lease written or deleted).
@@ -415,18 +447,15 @@ func (n *Node) onLease(e jetstream.KeyValueEntry) {
 	if !ok || name == n.name {
 		return
 	}
-	live := e.Operation() == jetstream.KeyValuePut
 	n.rmu.Lock()
-	changed := n.alive[name] != live
-	if live {
-		n.alive[name] = true
+	if e.Operation() == jetstream.KeyValuePut {
+		n.leased[name] = true
+		n.heard[name] = time.Now() // writing its lease, it is running
 	} else {
-		delete(n.alive, name)
+		delete(n.leased, name)
 	}
 	n.rmu.Unlock()
-	if changed {
-		n.membershipChanged()
-	}
+	signal(n.beatWake)
 }
 
 // leaseExists reads a node's lease (a node that started after the last
@@ -438,7 +467,8 @@ func (n *Node) leaseExists(node string) bool {
 		return false
 	}
 	n.rmu.Lock()
-	n.alive[node] = true
+	n.alive[node], n.leased[node] = true, true
+	n.heard[node] = time.Now() // it claimed a device: it is running
 	n.rmu.Unlock()
 	return true
 }
