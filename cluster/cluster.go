@@ -21,7 +21,8 @@
 // connection is gone. Audio never crosses nodes: a conversation stays on
 // the node the device talks to.
 //
-// When a node dies its lease expires; the other nodes drop its devices'
+// When a node dies it falls silent (liveness.go), or at the latest its
+// lease expires; the other nodes drop its devices'
 // links (calls in flight fail with device_disconnected) and its presence
 // entries. Its devices reconnect to any node and are served from the
 // shared cache at once. A device that shows up on a second node while the

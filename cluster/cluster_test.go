@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/registry"
@@ -198,5 +199,34 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 	}
 	if _, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Name: "c", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"}); err == nil {
 		t.Fatal("a node with routes started without a secret")
+	}
+}
+
+// A node that stops running (a hung process: no heartbeats, its lease
+// still there) is taken for dead on its silence, before its lease lapses.
+func TestSilentNodeIsTakenForDeadBeforeItsLeaseLapses(t *testing.T) {
+	e := startNATS(t)
+	a, b := join(t, e, "hub-a"), join(t, e, "hub-b")
+	eventually(t, "hub-a to see hub-b", func() bool { return a.node.Nodes() == 2 })
+	b.node.Abandon()
+	nc, err := e.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	leases, err := js.KeyValue(context.Background(), "xzhub_nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for a.node.Nodes() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("hub-a still counts the silent hub-b after 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := leases.Get(context.Background(), "aHViLWI"); err != nil { // base64url("hub-b")
+		t.Fatalf("hub-b's lease was gone when hub-a dropped it (%v): the silence was not what counted", err)
 	}
 }
