@@ -199,3 +199,30 @@ func TestClusterSharesAnMQTTBroker(t *testing.T) {
 		return h.metric(t, `xiaozhi_hub_udp_datagrams_total{outcome="accepted"}`) >= 1
 	})
 }
+
+// With each node's own broker (mqtt-listen), an MQTT device is held by the
+// node whose broker it connected to, and is served from every node like a
+// WebSocket device connected there.
+func TestClusterNodesWithTheirOwnBrokers(t *testing.T) {
+	nodes := startCluster(t, 2, func(c *server.Config) { c.MQTTListen = "127.0.0.1:0" })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := sim.New(sim.Config{DeviceID: "aa:00:00:00:3d:01", OTAURL: nodes[0].OTAURL()})
+	if _, err := d.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if d.MQTTSession() == nil {
+		t.Fatal("the device did not move to hub-1's broker")
+	}
+	waitFor(t, "the MQTT device on hub-2 through hub-1", func() bool {
+		dev := nodes[1].device(d.ID())
+		return dev["online"] == true && dev["node"] == "hub-1" && dev["toolCount"] != nil && dev["toolCount"].(float64) > 0
+	})
+	if st, body := nodes[1].call("POST", "/api/devices/"+d.ID()+"/tools/self.audio_speaker.set_volume/call", map[string]any{"arguments": map[string]any{"volume": 37}}); st != 200 || d.Volume() != 37 {
+		t.Fatalf("call from hub-2 to an MQTT device on hub-1's broker = %d %v (volume %d)", st, body, d.Volume())
+	}
+}
