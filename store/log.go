@@ -155,13 +155,18 @@ func prune(w *wtx, query string, newest int64, keep int) error {
 // Calls returns call records newest first, for one device if f.DeviceID is
 // set; at most f.Limit (default 100, at most 1000).
 func (s *Store) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error) {
-	q := `SELECT id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms FROM calls`
+	return s.listCalls(ctx, `SELECT '', id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms FROM calls`, "id", f)
+}
+
+// listCalls runs a query of calls (with its node first) for f, newest
+// (by the order column) first.
+func (s *Store) listCalls(ctx context.Context, q, order string, f hub.CallFilter) ([]hub.CallRecord, error) {
 	args := []any{}
 	if f.DeviceID != "" {
 		q += ` WHERE device_id = ?`
 		args = append(args, f.DeviceID)
 	}
-	q += ` ORDER BY id DESC LIMIT ?`
+	q += ` ORDER BY ` + order + ` DESC LIMIT ?`
 	args = append(args, limit(f.Limit))
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -172,7 +177,7 @@ func (s *Store) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, 
 	for rows.Next() {
 		var c hub.CallRecord
 		var started sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.DeviceID, &c.Kind, &c.Tool, &c.Caller, &c.Arguments,
+		if err := rows.Scan(&c.Node, &c.ID, &c.DeviceID, &c.Kind, &c.Tool, &c.Caller, &c.Arguments,
 			&c.Result, &c.Outcome, &started, &c.DurationMs); err != nil {
 			return nil, fmt.Errorf("list calls: %w", err)
 		}

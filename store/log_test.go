@@ -223,3 +223,48 @@ func callIDs(cs []hub.CallRecord) []int64 {
 	}
 	return ids
 }
+
+// Other nodes' calls (a cluster's history) are kept apart from this node's:
+// once per node and id however often they arrive, bounded like this node's,
+// and without touching the ids the registry gives out.
+func TestOtherNodesCallsAreKeptOnceAndBounded(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, tempDB(t), store.Options{MaxCalls: 5})
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	logSync := func(calls []hub.CallRecord) {
+		t.Helper()
+		done := make(chan error, 1)
+		if err := s.Log(calls, nil, func(err error) { done <- err }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	peer := func(node string, id int64) hub.CallRecord {
+		return hub.CallRecord{ID: id, Node: node, DeviceID: "d1", Kind: "mcp", Tool: "t", Caller: "api", Arguments: "{}",
+			Result: "{}", Outcome: hub.OutcomeOK, Started: start.Add(time.Duration(id) * time.Second)}
+	}
+	logSync([]hub.CallRecord{peer("hub-2", 1), peer("hub-3", 1)})
+	logSync([]hub.CallRecord{peer("hub-2", 1)}) // delivered again
+	own := peer("", 0)
+	own.ID = 1
+	logSync([]hub.CallRecord{own})
+	got, err := s.PeerCalls(ctx, hub.CallFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Node == got[1].Node {
+		t.Fatalf("other nodes' calls: %+v; want hub-2's and hub-3's call 1 once each", got)
+	}
+	if mine, _ := s.Calls(ctx, hub.CallFilter{}); len(mine) != 1 || mine[0].ID != 1 || mine[0].Node != "" {
+		t.Fatalf("this node's calls: %+v; want its own call 1 only", mine)
+	}
+	for id := int64(2); id <= 9; id++ {
+		logSync([]hub.CallRecord{peer("hub-2", id)})
+	}
+	got, _ = s.PeerCalls(ctx, hub.CallFilter{Limit: 1000})
+	if len(got) != 5 || got[0].ID != 9 || got[0].Node != "hub-2" {
+		t.Fatalf("after 10 other nodes' calls with max-calls 5: %d kept, newest %+v", len(got), got[0])
+	}
+}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/xiaozhi-hub/hub"
@@ -54,32 +53,5 @@ func (s *Store) insertPeerCalls(w *wtx, cs []hub.CallRecord) error {
 // PeerCalls returns other nodes' call records, newest first, selected as
 // Calls selects this node's.
 func (s *Store) PeerCalls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error) {
-	q := `SELECT node, id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms FROM peer_calls`
-	args := []any{}
-	if f.DeviceID != "" {
-		q += ` WHERE device_id = ?`
-		args = append(args, f.DeviceID)
-	}
-	q += ` ORDER BY started DESC LIMIT ?`
-	args = append(args, limit(f.Limit))
-	rows, err := s.read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list other nodes' calls: %w", err)
-	}
-	defer rows.Close()
-	calls := []hub.CallRecord{}
-	for rows.Next() {
-		var c hub.CallRecord
-		var started sql.NullInt64
-		if err := rows.Scan(&c.Node, &c.ID, &c.DeviceID, &c.Kind, &c.Tool, &c.Caller, &c.Arguments,
-			&c.Result, &c.Outcome, &started, &c.DurationMs); err != nil {
-			return nil, fmt.Errorf("list other nodes' calls: %w", err)
-		}
-		c.Started = timeCol(started)
-		calls = append(calls, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list other nodes' calls: %w", err)
-	}
-	return calls, nil
+	return s.listCalls(ctx, `SELECT node, id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms FROM peer_calls`, "started", f)
 }
