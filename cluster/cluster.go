@@ -151,6 +151,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 		applyQ:   make(chan jetstream.KeyValueEntry, 1024),
 	}
 	n.presence = newQueue()
+	n.hist.wake, n.hist.done = make(chan struct{}, 1), make(chan struct{})
 	n.stateW = &watched{moved: make(chan struct{}, 1)}
 	n.presW = &watched{moved: make(chan struct{}, 1)}
 	n.nodesW = &watched{moved: make(chan struct{}, 1)}

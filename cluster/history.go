@@ -314,7 +314,6 @@ func (n *Node) copyHistory(ctx context.Context, local registry.Store) error {
 		}
 	}()
 	stopFlush := make(chan struct{})
-	n.hist.wake, n.hist.done = make(chan struct{}, 1), make(chan struct{})
 	go n.flushLoop(stopFlush)
 	n.stopHistory = sync.OnceFunc(func() {
 		cc.Stop()
