@@ -74,6 +74,8 @@ type Node struct {
 	reg         *registry.Registry // set by Start
 	trust       TrustService       // set by ServeTrust
 	trustLocal  TrustStore         // set by TrustStore
+	oauth       OAuthService       // set by ServeOAuth
+	oauthLocal  OAuthStore         // set by OAuthStore
 	js          jetstream.JetStream
 	history     jetstream.Stream
 	hist        history

@@ -41,7 +41,7 @@ func parseKey(k string) (kind, id, name string, ok bool) {
 
 // sharedStore is the registry's store on a cluster node: each change goes
 // to the shared state, then to the node's own store. Reads and events stay
-// local; the call history is merged from every node (calls.go).
+// local; the history (calls and events) is one stream (history.go).
 type sharedStore struct {
 	registry.Store
 	n *Node
@@ -344,6 +344,9 @@ func (n *Node) syncState(ctx context.Context) error {
 			}
 		}
 	}
+	if err := n.seedOAuth(ctx); err != nil {
+		return err
+	}
 	if err := n.seedTrust(ctx); err != nil {
 		return err
 	}
@@ -444,6 +447,8 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		if tools, err = n.toolset(ctx, string(e.Value())); err == nil {
 			err = n.reg.ApplyTools(ctx, id, string(e.Value()), tools)
 		}
+	case kind == "oc" || kind == "og":
+		err = n.applyOAuth(ctx, kind, id, e.Value(), deleted)
 	case kind == "a" && !deleted && n.trust != nil:
 		var d decision
 		if err = json.Unmarshal(e.Value(), &d); err == nil {

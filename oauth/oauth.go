@@ -319,6 +319,36 @@ func (s *Service) Revoke(ctx context.Context, clientID string) error {
 	return s.store.DeleteOAuthClient(ctx, clientID)
 }
 
+// ApplyClient brings in a client another hub node of a cluster
+// registered or changed, or removed (c nil: with its grants). The store
+// is the cluster's business: nothing is written.
+func (s *Service) ApplyClient(id string, c *hub.OAuthClient) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c == nil {
+		if s.clients[id] != nil {
+			s.dropClient(id)
+		}
+		return
+	}
+	cc := *c
+	s.clients[id] = &cc
+}
+
+// ApplyGrant brings in a grant another hub node issued, rotated or
+// removed (g nil).
+func (s *Service) ApplyGrant(id string, g *hub.OAuthGrant) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.grants[id]; old != nil {
+		s.unindex(old)
+	}
+	if g != nil {
+		gg := *g
+		s.index(&gg)
+	}
+}
+
 // dropClient forgets a client, its grants, codes and requests. Callers
 // hold mu.
 func (s *Service) dropClient(id string) {

@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/xiaozhi-hub/hub/sim"
@@ -81,5 +84,43 @@ func TestClusterHistoryIsOneStream(t *testing.T) {
 		if h := historyOf(c, d.ID()); h["call hub-1"] != 2 || h["online hub-1"] != 1 {
 			t.Fatalf("after hub-1's death %s lists %v; want hub-1's two calls and its online event", c.name, h)
 		}
+	}
+}
+
+// An MCP client authorized through one node is one client of the whole
+// cluster: its token opens /mcp on every node, a refresh works on another
+// node, and a revocation on a third holds everywhere.
+func TestClusterSharesOAuthClients(t *testing.T) {
+	nodes := startCluster(t, 3)
+	tok := oauthTokens(t, nodes[0].testHub)
+	access, refresh, client := tok["access_token"].(string), tok["refresh_token"].(string), tok["client_id"].(string)
+	for _, c := range nodes {
+		waitFor(t, "the token to open /mcp on "+c.name, func() bool { return mcpInitialize(t, c.URL(), access) == 200 })
+	}
+	again := tokenRequest(t, nodes[1].URL(), url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {refresh}})
+	fresh, _ := again["access_token"].(string)
+	if fresh == "" {
+		t.Fatalf("refresh on hub-2 of a token from hub-1: %v", again)
+	}
+	waitFor(t, "the refreshed token on hub-3", func() bool { return mcpInitialize(t, nodes[2].URL(), fresh) == 200 })
+	if st, body := nodes[2].call("DELETE", "/api/oauth/clients/"+client, nil); st != 204 && st != 200 {
+		t.Fatalf("revoke on hub-3 = %d %v", st, body)
+	}
+	for _, c := range nodes {
+		waitFor(t, "the revocation on "+c.name, func() bool { return mcpInitialize(t, c.URL(), fresh) == 401 })
+	}
+	// A node that restarts does not bring the revoked client back.
+	cfg := nodes[0].Config()
+	nodes[0].stop()
+	back, err := openNode(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(back.stop)
+	if st := mcpInitialize(t, back.URL(), fresh); st != 401 {
+		t.Fatalf("after a restart hub-1 lets the revoked client in: %d", st)
+	}
+	if st, body := back.call("GET", "/api/oauth/clients", nil); st != 200 || strings.Contains(fmt.Sprint(body), client) {
+		t.Fatalf("after a restart hub-1 lists %v", body)
 	}
 }

@@ -87,7 +87,7 @@ var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) 
 
 // openAuthorization does what the person's browser does with the URL the
 // client opened: the hub answers with its consent page for a request id.
-func openAuthorization(t *testing.T, hubURL, authURL string) string {
+func openAuthorization(t testing.TB, hubURL, authURL string) string {
 	t.Helper()
 	if !strings.HasPrefix(authURL, hubURL+"/oauth/authorize?") {
 		t.Fatalf("the client was sent to %s; want the hub's /oauth/authorize", authURL)
@@ -215,7 +215,27 @@ func TestOAuthTokensAreScopedToMCP(t *testing.T) {
 		t.Fatalf("/mcp without a token = %d, WWW-Authenticate %q; want 401 naming %s", res.StatusCode, res.Header.Get("WWW-Authenticate"), want)
 	}
 
-	// Register, authorize, approve, exchange: what a client does.
+	tok := oauthTokens(t, h)
+	access := tok["access_token"].(string)
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{access, 200}, {h.Token, 200}, {"xzh_at_forged", 401}} {
+		if st := mcpInitialize(t, base, tc.token); st != tc.want {
+			t.Errorf("/mcp initialize with %.10s… = %d; want %d", tc.token, st, tc.want)
+		}
+	}
+	if st, body := h.callWith(access, "GET", "/api/devices", nil); st != 401 {
+		t.Fatalf("an OAuth token opened /api: %d %v", st, body)
+	}
+}
+
+// oauthTokens does what an MCP client does at h (register, authorize, a
+// person's approval, the exchange) and returns the token answer, with
+// the client's id added as "client_id".
+func oauthTokens(t testing.TB, h *testHub) map[string]any {
+	t.Helper()
+	base := h.URL()
 	st, reg := callURL(t, "", "POST", base+"/oauth/register", map[string]any{
 		"client_name": "script", "redirect_uris": []string{"http://127.0.0.1:9/cb"}, "token_endpoint_auth_method": "none"})
 	if st != 201 {
@@ -229,40 +249,43 @@ func TestOAuthTokensAreScopedToMCP(t *testing.T) {
 	h.call("POST", "/api/oauth/requests/"+id+"/approve", nil)
 	_, state := callURL(t, "", "GET", base+"/oauth/requests/"+id)
 	next, _ := url.Parse(state["next"].(string))
-	res, err = http.PostForm(base+"/oauth/token", url.Values{"grant_type": {"authorization_code"}, "client_id": {reg["client_id"].(string)},
+	tok := tokenRequest(t, base, url.Values{"grant_type": {"authorization_code"}, "client_id": {reg["client_id"].(string)},
 		"code": {next.Query().Get("code")}, "code_verifier": {verifier}, "redirect_uri": {"http://127.0.0.1:9/cb"}})
+	if access, _ := tok["access_token"].(string); access == "" {
+		t.Fatalf("token = %v", tok)
+	}
+	tok["client_id"] = reg["client_id"]
+	return tok
+}
+
+// tokenRequest posts form to base's token endpoint and returns its answer.
+func tokenRequest(t testing.TB, base string, form url.Values) map[string]any {
+	t.Helper()
+	res, err := http.PostForm(base+"/oauth/token", form)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer res.Body.Close()
 	var tok map[string]any
 	json.NewDecoder(res.Body).Decode(&tok)
-	res.Body.Close()
-	access, _ := tok["access_token"].(string)
-	if access == "" {
-		t.Fatalf("token = %v", tok)
-	}
+	return tok
+}
 
+// mcpInitialize opens an MCP session at base/mcp with token and returns
+// the status.
+func mcpInitialize(t testing.TB, base, token string) int {
+	t.Helper()
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
-	for _, tc := range []struct {
-		token string
-		want  int
-	}{{access, 200}, {h.Token, 200}, {"xzh_at_forged", 401}} {
-		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(initialize))
-		req.Header.Set("Authorization", "Bearer "+tc.token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != tc.want {
-			t.Errorf("/mcp initialize with %.10s… = %d; want %d", tc.token, res.StatusCode, tc.want)
-		}
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(initialize))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st, body := h.callWith(access, "GET", "/api/devices", nil); st != 401 {
-		t.Fatalf("an OAuth token opened /api: %d %v", st, body)
-	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // With mcp-oauth off, nothing of the flow is served and /mcp takes the

@@ -147,9 +147,16 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	}
 	var auth *oauth.Service
 	if cfg.MCPOAuth == "on" {
-		if auth, err = oauth.New(ctx, st, oauth.Options{PublicURL: cfg.PublicURL, Logger: log.With("component", "oauth")}); err != nil {
+		var oauthStore oauth.Store = st
+		if cl != nil {
+			oauthStore = cl.node.OAuthStore(st)
+		}
+		if auth, err = oauth.New(ctx, oauthStore, oauth.Options{PublicURL: cfg.PublicURL, Logger: log.With("component", "oauth")}); err != nil {
 			undo()
 			return nil, fmt.Errorf("oauth: %w", err)
+		}
+		if cl != nil {
+			cl.node.ServeOAuth(auth)
 		}
 	}
 	// Load starts the registry's background persistence: from here on,
