@@ -99,6 +99,7 @@ type Config struct {
 	ClusterReplicas   int      `yaml:"cluster-replicas" help:"copies JetStream keeps of the shared state (default: 3 with two or more cluster-peers, else 1)"`
 
 	// Limits on what HTTP clients may hold open (see limits.go).
+	TrustedProxies    []string      `yaml:"trusted-proxies" help:"addresses or networks of reverse proxies and load balancers in front of the hub (comma-separated, e.g. 10.0.0.0/8); from them the client's address is taken from X-Forwarded-For, for rate limits, activation limits and logs (empty: the header is never read)"`
 	HTTPIdleTimeout   time.Duration `yaml:"http-idle-timeout" help:"close a keep-alive HTTP connection idle this long (device WebSockets and event streams are not affected)"`
 	MCPMaxSessions    int           `yaml:"mcp-max-sessions" help:"most /mcp sessions open at once; more are refused with 429"`
 	MCPSessionTimeout time.Duration `yaml:"mcp-session-timeout" help:"close an /mcp session that made no request for this long"`
@@ -161,6 +162,9 @@ func (c Config) Validate() error {
 	if c.ClusterListen != "" && len(c.ClusterPeers) == 0 {
 		// NATS would wait for peers that are not named, and JetStream never starts.
 		errs = append(errs, errors.New("cluster-listen needs cluster-peers: name the other nodes' routes on every node, e.g. nats://hub-2:6222,nats://hub-3:6222 (a node alone needs neither)"))
+	}
+	if _, err := parseProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MCPOAuth != "on" && c.MCPOAuth != "off" {
 		errs = append(errs, fmt.Errorf("mcp-oauth: %q is not on or off", c.MCPOAuth))

@@ -29,6 +29,7 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 		{file: "agent:\n  modle: qwen\n", want: []string{"unknown setting agent: modle", "did you mean model?"}},
 		{file: "- listen\n", want: []string{"expected settings as key: value lines"}},
 		{file: "cluster-nats: embedded\ncluster-listen: :6222\ncluster-secret: 0123456789abcdef01\n", want: []string{"cluster-listen needs cluster-peers", "nats://hub-2:6222"}},
+		{file: "trusted-proxies: [nginx]\n", want: []string{`trusted-proxies: "nginx" is neither an IP address nor a network such as 10.0.0.0/8`}},
 		{args: []string{"--call_timeout", "3s"}, want: []string{"unknown flag --call_timeout; did you mean --call-timeout?"}},
 		{args: []string{"--mcp-direct-limt", "3"}, want: []string{"did you mean --mcp-direct-limit?"}},
 	} {

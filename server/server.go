@@ -234,8 +234,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	// each scrape (sum over the nodes for the cluster's count).
 	m.Gauge("xiaozhi_hub_activations_pending", "Activation codes this node issued that wait for a person to approve.", func() float64 { return float64(len(trust.LocalPending())) })
 	mux := h.routes(st, trust, auth)
+	proxies, _ := parseProxies(cfg.TrustedProxies) // checked by Validate
 	h.http = &http.Server{
-		Handler: countRequests(m, deviceCORS(mux)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
+		Handler: fromProxies(proxies, countRequests(m, deviceCORS(mux))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn), ConnState: h.fresh.track,
 	}
 	h.http.RegisterOnShutdown(h.fresh.closeAll)

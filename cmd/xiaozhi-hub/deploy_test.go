@@ -190,11 +190,15 @@ func TestClusterComposeFile(t *testing.T) {
 			Ports       []string          `yaml:"ports"`
 			Volumes     []string          `yaml:"volumes"`
 			Environment map[string]string `yaml:"environment"`
+			Networks    map[string]struct {
+				IPv4 string `yaml:"ipv4_address"`
+			} `yaml:"networks"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal([]byte(readRepoFile(t, "deploy/cluster/compose.yaml")), &c); err != nil {
 		t.Fatal(err)
 	}
+	lbAddr := c.Services["lb"].Networks["default"].IPv4
 	nginx := readRepoFile(t, "deploy/cluster/nginx.conf")
 	for _, name := range []string{"hub-1", "hub-2", "hub-3"} {
 		s, ok := c.Services[name]
@@ -216,9 +220,15 @@ func TestClusterComposeFile(t *testing.T) {
 		if cfg.ClusterNode != name || len(cfg.ClusterPeers) != 2 || slices.Contains(cfg.ClusterPeers, "nats://"+name+":6222") {
 			t.Errorf("%s: node %q, peers %v", name, cfg.ClusterNode, cfg.ClusterPeers)
 		}
+		if lbAddr == "" || !slices.Contains(cfg.TrustedProxies, lbAddr) {
+			t.Errorf("%s trusts %v as proxies; want the load balancer's fixed address %q", name, cfg.TrustedProxies, lbAddr)
+		}
 		if !strings.Contains(nginx, "server "+name+":8000") {
 			t.Errorf("nginx.conf does not send traffic to %s", name)
 		}
+	}
+	if !strings.Contains(nginx, "proxy_set_header X-Forwarded-For $remote_addr;") {
+		t.Error("nginx.conf does not tell the hubs the client's address (X-Forwarded-For)")
 	}
 	if lb := c.Services["lb"]; !slices.Contains(lb.Ports, "8000:8000") {
 		t.Errorf("the load balancer publishes %v", lb.Ports)

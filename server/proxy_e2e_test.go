@@ -1,0 +1,60 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/xiaozhi-hub/hub/server"
+)
+
+// otaFrom makes an OTA check that a proxy says came from xff, and returns
+// the status.
+func otaFrom(t *testing.T, h *testHub, xff string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", h.OTAURL(), strings.NewReader(`{"application":{"version":"2.4.2"}}`))
+	req.Header.Set("Device-Id", "aa:00:00:00:7e:01")
+	req.Header.Set("Client-Id", "uuid-7e-01")
+	if xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// Behind a trusted proxy each device has its own OTA rate limit (the
+// address the proxy forwarded); from anyone else, X-Forwarded-For is not
+// believed, so it cannot be used to escape the limit.
+func TestTrustedProxiesForwardTheClientsAddress(t *testing.T) {
+	behind := startHub(t, "", func(c *server.Config) { c.TrustedProxies = []string{"127.0.0.1"} })
+	st := 200
+	for i := 0; i < 100 && st == 200; i++ {
+		st = otaFrom(t, behind, "203.0.113.5")
+	}
+	if st != 429 {
+		t.Fatalf("100 OTA checks from one address behind the proxy: last %d; want 429 once over the limit", st)
+	}
+	if st := otaFrom(t, behind, "203.0.113.6"); st != 200 {
+		t.Fatalf("another device behind the same proxy = %d; want 200 (its own limit)", st)
+	}
+	// A chain through a second trusted hop still names the client.
+	if st := otaFrom(t, behind, "203.0.113.5, 127.0.0.1"); st != 429 {
+		t.Fatalf("the limited device through two proxies = %d; want 429", st)
+	}
+
+	direct := startHub(t, "", nil) // trusts no proxy
+	st = 200
+	for i := 0; i < 100 && st == 200; i++ {
+		st = otaFrom(t, direct, "203.0.113.5")
+	}
+	if st != 429 {
+		t.Fatalf("100 OTA checks from one address: last %d; want 429", st)
+	}
+	if st := otaFrom(t, direct, "198.51.100.77"); st != 429 {
+		t.Fatalf("a forged X-Forwarded-For escaped the limit of a hub that trusts no proxy: %d", st)
+	}
+}
