@@ -44,6 +44,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
@@ -431,11 +432,17 @@ func (n *Node) recompute(ctx context.Context) {
 	n.rmu.Unlock()
 	for _, l := range dead {
 		n.log.Info("node gone: its device is offline until it reconnects", "device", l.id, "node", l.node)
-		n.dropRemote(l, "the hub node "+l.node+" holding the device's connection stopped answering")
+		reason := "the hub node " + l.node + " holding the device's connection stopped answering"
+		n.dropRemote(l, reason)
 		if e, err := n.pres.Get(ctx, key(l.id)); err == nil {
 			var p claim
 			if json.Unmarshal(e.Value(), &p) == nil && p.Node == l.node {
-				n.pres.Delete(ctx, key(l.id), jetstream.LastRevision(e.Revision()))
+				if n.pres.Delete(ctx, key(l.id), jetstream.LastRevision(e.Revision())) == nil {
+					// The node that removes the claim (one does: compare
+					// and set) records the device's going, which its dead
+					// holder could not.
+					n.reg.RecordOnly(hub.EventOffline, l.id, map[string]string{"reason": reason})
+				}
 			}
 		}
 		n.releasedBy(l)

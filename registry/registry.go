@@ -380,6 +380,13 @@ func (r *Registry) Disconnect(id, reason string) bool {
 // event log.
 func (r *Registry) Record(typ, deviceID string, data any) { r.publish(typ, deviceID, data) }
 
+// RecordOnly records an event without sending it to subscribers (they had
+// its news already, as an echo: a cluster node recording what a dead node
+// could not).
+func (r *Registry) RecordOnly(typ, deviceID string, data any) {
+	r.rec.event(hub.Event{Type: typ, DeviceID: deviceID, Time: r.opts.Now(), Data: data})
+}
+
 // DeleteDevice forgets a device and everything cached for it. A connected
 // device is disconnected; it will be registered afresh if it comes back
 // (and the OnDelete hooks decide whether it may).

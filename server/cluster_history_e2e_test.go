@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xiaozhi-hub/hub/sim"
 )
@@ -78,11 +79,25 @@ func TestClusterHistoryIsOneStream(t *testing.T) {
 		return h["call hub-1"] == 2 && h["call hub-2"] == 2
 	})
 
-	// hub-1 dies: what it recorded is still listed on the others.
+	// hub-1 dies: what it recorded is still listed on the others, and the
+	// device's going, which hub-1 could not record, is recorded once, by
+	// one of the others.
 	nodes[0].Crash()
 	for _, c := range nodes[1:] {
 		if h := historyOf(c, d.ID()); h["call hub-1"] != 2 || h["online hub-1"] != 1 {
 			t.Fatalf("after hub-1's death %s lists %v; want hub-1's two calls and its online event", c.name, h)
+		}
+	}
+	for _, c := range nodes[1:] {
+		waitLong(t, "the device's going recorded once, on "+c.name, func() bool {
+			last = historyOf(c, d.ID())
+			return last["offline hub-2"]+last["offline hub-3"] == 1
+		})
+	}
+	time.Sleep(time.Second) // a second record would have arrived by now
+	for _, c := range nodes[1:] {
+		if h := historyOf(c, d.ID()); h["offline hub-2"]+h["offline hub-3"] != 1 || h["offline hub-1"] != 0 {
+			t.Fatalf("%s lists the device's going %v", c.name, h)
 		}
 	}
 }
