@@ -214,16 +214,23 @@ func (n *Node) Store(local registry.Store) registry.Store {
 func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	n.reg = reg
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	if err := n.renewLease(ctx); err != nil {
+	// Each step is retried for a while: a node that starts while JetStream
+	// elects a leader (a rolling restart) waits for it.
+	const wait = 30 * time.Second
+	if err := retry(ctx, wait, func() error { return n.renewLease(ctx) }); err != nil {
 		return fmt.Errorf("cluster: lease: %w", err)
 	}
 	// Joins are seen at once (a lease that expires leaves no trace: the
 	// sweep finds those).
-	nw, err := n.nodes.WatchAll(n.ctx, jetstream.UpdatesOnly())
+	var nw jetstream.KeyWatcher
+	err := retry(ctx, wait, func() (err error) {
+		nw, err = n.nodes.WatchAll(n.ctx, jetstream.UpdatesOnly())
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("cluster: nodes: %w", err)
 	}
-	if err := n.sweep(ctx); err != nil {
+	if err := retry(ctx, wait, func() error { return n.sweep(ctx) }); err != nil {
 		return fmt.Errorf("cluster: nodes: %w", err)
 	}
 	if err := n.syncState(ctx); err != nil {
@@ -234,7 +241,11 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 			return fmt.Errorf("cluster: history: %w", err)
 		}
 	}
-	pw, err := n.pres.WatchAll(n.ctx)
+	var pw jetstream.KeyWatcher
+	err = retry(ctx, wait, func() (err error) {
+		pw, err = n.pres.WatchAll(n.ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("cluster: presence: %w", err)
 	}
@@ -270,8 +281,10 @@ func (n *Node) Close() {
 	if n.cancel == nil {
 		return
 	}
-	n.presence.close() // presenceLoop writes what is queued, then ends
-	<-n.presenceEnded
+	n.presence.close()          // presenceLoop writes what is queued, then ends
+	if n.presenceEnded != nil { // nil: Start failed before it began
+		<-n.presenceEnded
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if n.stopHistory != nil {
@@ -312,7 +325,9 @@ func (n *Node) Abandon() {
 		n.stopHistory()
 	}
 	n.presence.close()
-	<-n.presenceEnded
+	if n.presenceEnded != nil {
+		<-n.presenceEnded
+	}
 	n.wg.Wait()
 	n.rmu.Lock()
 	n.claimed = map[string]uint64{}

@@ -230,3 +230,36 @@ func TestSilentNodeIsTakenForDeadBeforeItsLeaseLapses(t *testing.T) {
 		t.Fatalf("hub-b's lease was gone when hub-a dropped it (%v): the silence was not what counted", err)
 	}
 }
+
+// A node whose Start failed (here: its context already ended) closes
+// without waiting for loops that never began.
+func TestCloseAfterAFailedStart(t *testing.T) {
+	e := startNATS(t)
+	nc, err := e.Connect("failing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	node, err := cluster.Open(context.Background(), nc, cluster.Options{Name: "failing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "hub.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := registry.New(node.Store(st), registry.Options{Presence: node.Presence})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := node.Start(ended, reg); err == nil {
+		t.Fatal("Start with an ended context succeeded")
+	}
+	closed := make(chan struct{})
+	go func() { node.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close after a failed Start did not return")
+	}
+}

@@ -244,10 +244,18 @@ func (n *Node) Unshared() uint64 { return n.hist.unshared.Load() }
 // batch committed: a node that dies meanwhile gets those batches again
 // (calls are kept once per node and id; events may then appear twice).
 func (n *Node) copyHistory(ctx context.Context, local registry.Store) error {
-	cons, err := n.history.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable: "history-" + key(n.name), Description: "xiaozhi-hub node " + n.name + " copying the history",
-		AckPolicy: jetstream.AckAllPolicy, MaxAckPending: 4096, AckWait: time.Minute,
-		DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: 7 * 24 * time.Hour,
+	// Retried for a while, as the buckets are: a node that starts while
+	// JetStream elects a leader (a rolling restart) waits for it.
+	var cons jetstream.Consumer
+	err := retry(ctx, 30*time.Second, func() (err error) {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		cons, err = n.history.CreateOrUpdateConsumer(actx, jetstream.ConsumerConfig{
+			Durable: "history-" + key(n.name), Description: "xiaozhi-hub node " + n.name + " copying the history",
+			AckPolicy: jetstream.AckAllPolicy, MaxAckPending: 4096, AckWait: time.Minute,
+			DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: 7 * 24 * time.Hour,
+		})
+		return err
 	})
 	if err != nil {
 		return err

@@ -299,7 +299,11 @@ func (n *Node) deleteDevice(ctx context.Context, id string) error {
 // the shared state what only this node knew (a hub joining a cluster
 // with devices of its own), then follows the bucket.
 func (n *Node) syncState(ctx context.Context) error {
-	w, err := n.state.WatchAll(n.ctx)
+	var w jetstream.KeyWatcher
+	err := retry(ctx, 30*time.Second, func() (err error) {
+		w, err = n.state.WatchAll(n.ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
