@@ -269,6 +269,10 @@ func TestBrowserChinesePhoneWidth(t *testing.T) {
 	}
 	b.login()
 	b.waitJS("the device listed", `document.querySelector('li.device[data-id="`+mcpID+`"]')`)
+	// The event stream subscribes before it answers: once it is live, no
+	// change is missed (a change made before showed in the list, not in
+	// the events).
+	b.waitJS("the live stream", `document.querySelector("#status").textContent === "实时"`)
 	apiCall(t, h, "PATCH", "/api/devices/"+mcpID, map[string]any{"name": long})
 	b.waitJS("the long name shown", `document.querySelector("li.device strong").textContent.length === 64`)
 	b.waitJS("the event in Chinese", `document.querySelector("#events").textContent.includes("已更新")`)
@@ -298,6 +302,7 @@ func TestBrowserChinesePhoneWidth(t *testing.T) {
 	desk.waitJS("the long name", `document.querySelector("li.device strong")`)
 	desk.run(chromedp.Click(`li.device[data-id="`+mcpID+`"]`, chromedp.ByQuery))
 	desk.waitJS("the tools", `document.querySelector('.tool[data-tool="self.audio_speaker.set_volume"]')`)
+	desk.waitJS("the live stream", `document.querySelector("#status").textContent === "实时"`)
 	apiCall(t, h, "PATCH", "/api/devices/"+mcpID, map[string]any{"room": strings.Repeat("room", 16)})
 	desk.waitJS("the long event", `document.querySelector("#events").textContent.includes("已更新")`)
 	desk.shot("zh-1280")
