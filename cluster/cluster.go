@@ -220,16 +220,6 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	if err := retry(ctx, wait, func() error { return n.renewLease(ctx) }); err != nil {
 		return fmt.Errorf("cluster: lease: %w", err)
 	}
-	// Joins are seen at once (a lease that expires leaves no trace: the
-	// sweep finds those).
-	var nw jetstream.KeyWatcher
-	err := retry(ctx, wait, func() (err error) {
-		nw, err = n.nodes.WatchAll(n.ctx, jetstream.UpdatesOnly())
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: nodes: %w", err)
-	}
 	if err := retry(ctx, wait, func() error { return n.sweep(ctx) }); err != nil {
 		return fmt.Errorf("cluster: nodes: %w", err)
 	}
@@ -241,17 +231,12 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 			return fmt.Errorf("cluster: history: %w", err)
 		}
 	}
-	var pw jetstream.KeyWatcher
-	err = retry(ctx, wait, func() (err error) {
-		pw, err = n.pres.WatchAll(n.ctx)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: presence: %w", err)
-	}
 	n.spawn(n.applyLoop)
-	n.spawn(func() { n.follow(n.presW, pw, n.onPresence) })
-	n.spawn(func() { n.follow(n.nodesW, nw, n.onLease) })
+	// follow watches (and watches again) by itself. The leases' watch
+	// sees a node that joins at once; a lease that expires leaves no
+	// trace: the sweep and the heartbeats find those.
+	n.spawn(func() { n.follow(n.presW, nil, n.onPresence) })
+	n.spawn(func() { n.follow(n.nodesW, nil, n.onLease) })
 	n.spawn(n.leaseLoop)
 	if err := n.startBeats(); err != nil {
 		return fmt.Errorf("cluster: heartbeats: %w", err)
@@ -476,7 +461,9 @@ func (n *Node) onLease(e jetstream.KeyValueEntry) {
 	n.rmu.Lock()
 	if e.Operation() == jetstream.KeyValuePut {
 		n.leased[name] = true
-		n.heard[name] = time.Now() // writing its lease, it is running
+		if t := e.Created(); t.After(n.heard[name]) {
+			n.heard[name] = t // it was running when it wrote its lease
+		}
 	} else {
 		delete(n.leased, name)
 	}

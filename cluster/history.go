@@ -38,7 +38,7 @@ const (
 	historyMaxMsg   = 64 << 10
 )
 
-func historySubject(kind, node string) string { return "xzhub.history." + kind + "." + key(node) }
+func historySubject(node string) string { return "xzhub.history." + key(node) }
 
 // historyBatch is one stream message: the records one node made within a
 // short while (batching keeps the stream's replication, and the other
@@ -107,22 +107,16 @@ func (n *Node) share(calls []hub.CallRecord, events []hub.Event) {
 	}
 	for _, e := range events {
 		h.batch.Events = append(h.batch.Events, e)
-		h.size += 256 + approxSize(e.Data)
+		h.size += 256
+		if e.Data != nil {
+			h.size += 4 << 10 // the registry bounds an event's data to 4 KiB of JSON
+		}
 	}
 	full := h.size >= historyBatchSize
 	h.mu.Unlock()
 	if full {
 		signal(h.wake)
 	}
-}
-
-// approxSize is what an event's data adds to a batch: the registry bounds
-// it (4 KiB of JSON), so the bound is the estimate.
-func approxSize(data any) int {
-	if data == nil {
-		return 0
-	}
-	return 4 << 10
 }
 
 // flushLoop sends the batch every historyFlush (or when full) until stop,
@@ -176,7 +170,7 @@ func (n *Node) publish(b historyBatch) {
 		n.unshared(len(b.Calls)+len(b.Events), err)
 		return
 	}
-	m := &nats.Msg{Subject: historySubject("batch", n.name), Data: data, Header: nats.Header{}}
+	m := &nats.Msg{Subject: historySubject(n.name), Data: data, Header: nats.Header{}}
 	// A batch sent again after a timeout may have been stored the first
 	// time: the stream keeps one copy of each id (for 2 minutes).
 	m.Header.Set(nats.MsgIdHdr, n.hist.batchID(n.name))

@@ -51,8 +51,20 @@ func (s *Store) AddCalls(ctx context.Context, cs []hub.CallRecord) error {
 // insertCalls inserts records in order, several per statement (one
 // statement per row costs about twice as much), and returns the last id.
 func insertCalls(w *wtx, cs []hub.CallRecord) (int64, error) {
+	last, err := execCalls(w, insertCallsSQL, cs, func(c hub.CallRecord, started any) []any {
+		return []any{idArg(c.ID), c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs}
+	})
+	for _, c := range cs { // ids given by the registry may come out of order
+		last = max(last, c.ID)
+	}
+	return last, err
+}
+
+// execCalls inserts call records with stmts (by rows per statement), each
+// record's columns given by row; it returns the largest rowid reported.
+func execCalls(w *wtx, stmts map[int]string, cs []hub.CallRecord, row func(c hub.CallRecord, started any) []any) (int64, error) {
 	var last int64
-	args := make([]any, 0, 10*min(len(cs), rowsPerInsert))
+	args := make([]any, 0, 11*min(len(cs), rowsPerInsert))
 	for len(cs) > 0 {
 		n := rowsIn(len(cs))
 		args = args[:0]
@@ -61,9 +73,9 @@ func insertCalls(w *wtx, cs []hub.CallRecord) (int64, error) {
 			if err != nil {
 				return 0, fmt.Errorf("call to %s: %w", c.DeviceID, err)
 			}
-			args = append(args, idArg(c.ID), c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
+			args = append(args, row(c, started)...)
 		}
-		res, err := w.exec(insertCallsSQL[n], args...)
+		res, err := w.exec(stmts[n], args...)
 		if err != nil {
 			return 0, fmt.Errorf("call to %s: %w", cs[0].DeviceID, err)
 		}
@@ -72,9 +84,6 @@ func insertCalls(w *wtx, cs []hub.CallRecord) (int64, error) {
 			return 0, err
 		}
 		last = max(last, id)
-		for _, c := range cs[:n] { // ids given by the registry may come out of order
-			last = max(last, c.ID)
-		}
 		cs = cs[n:]
 	}
 	return last, nil

@@ -27,22 +27,13 @@ func splitCalls(cs []hub.CallRecord) (own, peers []hub.CallRecord) {
 }
 
 func (s *Store) insertPeerCalls(w *wtx, cs []hub.CallRecord) error {
-	args := make([]any, 0, 11*min(len(cs), rowsPerInsert))
-	for len(cs) > 0 {
-		n := rowsIn(len(cs))
-		args = args[:0]
-		for _, c := range cs[:n] {
-			started, err := timeArg(c.Started)
-			if err != nil {
-				return fmt.Errorf("call to %s (node %s): %w", c.DeviceID, c.Node, err)
-			}
-			args = append(args, c.Node, c.ID, c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
-		}
-		if _, err := w.exec(insertPeerCallsSQL[n], args...); err != nil {
-			return fmt.Errorf("call to %s (node %s): %w", cs[0].DeviceID, cs[0].Node, err)
-		}
-		cs = cs[n:]
+	_, err := execCalls(w, insertPeerCallsSQL, cs, func(c hub.CallRecord, started any) []any {
+		return []any{c.Node, c.ID, c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs}
+	})
+	if err != nil {
+		return fmt.Errorf("another node's call: %w", err)
 	}
+	// Not LastInsertId: a row ignored as a repeat reports none of its own.
 	var newest int64
 	if err := w.scan(`SELECT coalesce(max(rowid), 0) FROM peer_calls`, nil, &newest); err != nil {
 		return err
