@@ -261,12 +261,27 @@ async function loadMCP() {
 
 // ---- confirmation
 
+// confirmBox asks a question in the modal dialog and resolves to whether
+// the person confirmed. The answer is taken from the form's submit event,
+// which comes with the click: the dialog's close event is a queued task,
+// and the one of a box closed a moment ago can arrive after the next one
+// opened.
+let confirmAnswer = null;
+function answerConfirm(ok) {
+  const r = confirmAnswer;
+  confirmAnswer = null;
+  if (r) r(ok);
+}
+$("confirm").querySelector("form").addEventListener("submit", (ev) => answerConfirm(ev.submitter?.value === "ok"));
+$("confirm").addEventListener("close", () => { if (!$("confirm").open) answerConfirm(false); }); // Esc
+
 function confirmBox(text) {
   const d = $("confirm");
+  answerConfirm(false); // a question still open is dropped, as a no
   $("confirmText").textContent = text;
   d.returnValue = "";
-  d.showModal();
-  return new Promise(resolve => d.addEventListener("close", () => resolve(d.returnValue === "ok"), { once: true }));
+  if (!d.open) d.showModal();
+  return new Promise(resolve => { confirmAnswer = resolve; });
 }
 
 // Tools that reboot, upgrade, unlock or reset a device cannot be undone.

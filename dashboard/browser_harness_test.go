@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/xiaozhi-hub/hub/server"
@@ -50,6 +52,9 @@ type browser struct {
 	t   *testing.T
 	ctx context.Context
 	url string
+
+	mu     sync.Mutex
+	errors []string // the page's uncaught exceptions and console errors
 }
 
 // newBrowser starts Chromium with the given viewport width and language
@@ -94,6 +99,30 @@ func newBrowser(t *testing.T, url string, width int, lang string) *browser {
 	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
 	b := &browser{t: t, ctx: ctx, url: url}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		var msg string
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			msg = ev.ExceptionDetails.Text
+			if ev.ExceptionDetails.Exception != nil {
+				msg += " " + ev.ExceptionDetails.Exception.Description
+			}
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type != runtime.APITypeError {
+				return
+			}
+			for _, a := range ev.Args {
+				msg += " " + string(a.Value) + a.Description
+			}
+		default:
+			return
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if len(b.errors) < 20 {
+			b.errors = append(b.errors, msg)
+		}
+	})
 	b.run(
 		emulation.SetDeviceMetricsOverride(int64(width), 900, 1, width < 600),
 		emulation.SetUserAgentOverride("Mozilla/5.0 (X11; Linux x86_64) Chrome headless test").WithAcceptLanguage(lang),
@@ -129,6 +158,12 @@ func (b *browser) waitJS(what, js string) {
 		}
 		if time.Now().After(deadline) {
 			b.shot("timeout")
+			b.mu.Lock()
+			errs := strings.Join(b.errors, "\n")
+			b.mu.Unlock()
+			if errs != "" {
+				b.t.Logf("the page's errors:\n%s", errs)
+			}
 			b.t.Fatalf("waited 20 s for %s (%s)", what, js)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/server/servertest"
@@ -75,13 +76,18 @@ func TestBrowserDevicesToolsAndIoT(t *testing.T) {
 	b.run(chromedp.SendKeys("#callTool", "lamp", chromedp.ByQuery))
 	b.waitJS("the tool filter", `![...document.querySelectorAll("#calls tbody tr")].some(r => r.textContent.includes("set_volume"))`)
 
-	// A user-only tool asks first; cancelling calls nothing.
+	// A user-only tool asks first; cancelling (or Esc) calls nothing, and
+	// confirming right after calls once.
 	sys := `.tool[data-tool="self.get_system_info"]`
 	b.run(chromedp.Click(sys+` button.call`, chromedp.ByQuery))
 	b.waitJS("the confirmation", `document.querySelector("#confirm").open && document.querySelector("#confirmText").textContent.includes("self.get_system_info")`)
 	b.shot("confirm")
 	b.run(chromedp.Click(`#confirm button[value=cancel]`, chromedp.ByQuery))
 	b.waitJS("the confirmation closed", `!document.querySelector("#confirm").open`)
+	b.run(chromedp.Click(sys+` button.call`, chromedp.ByQuery))
+	b.waitJS("the confirmation again", `document.querySelector("#confirm").open`)
+	b.run(chromedp.KeyEvent(kb.Escape))
+	b.waitJS("the confirmation closed by Esc", `!document.querySelector("#confirm").open`)
 	b.run(chromedp.Click(sys+` button.call`, chromedp.ByQuery))
 	b.waitJS("the confirmation again", `document.querySelector("#confirm").open`)
 	b.run(chromedp.Click(`#confirmOk`, chromedp.ByQuery))
