@@ -80,8 +80,8 @@ type Node struct {
 	js          jetstream.JetStream
 	history     jetstream.Stream
 	hist        history
-	local       registry.Store // this node's own store (set by Store)
-	stopHistory func()         // set by Start
+	local       LocalStore // this node's own store (set by Store)
+	stopHistory func()     // set by Start
 	serviceSubs []*nats.Subscription
 
 	mu   sync.Mutex
@@ -201,9 +201,20 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 // Name is the node's name.
 func (n *Node) Name() string { return n.name }
 
+// LocalStore is this node's own store: the registry's, and where the
+// other nodes' records are copied from the cluster's history stream.
+type LocalStore interface {
+	registry.Store
+	// LogCopied is Log for records copied from message seq of the stream
+	// named stream; the store commits the newest seq with them.
+	LogCopied(stream string, seq uint64, calls []hub.CallRecord, events []hub.Event, done func(error)) error
+	// HistoryCopied returns the newest seq of stream committed (0: none).
+	HistoryCopied(ctx context.Context, stream string) (uint64, error)
+}
+
 // Store wraps this node's own store: the registry's writes go to the
 // shared state first.
-func (n *Node) Store(local registry.Store) registry.Store {
+func (n *Node) Store(local LocalStore) registry.Store {
 	n.local = local
 	return &sharedStore{Store: local, n: n}
 }

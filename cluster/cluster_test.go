@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -35,6 +36,14 @@ func startNATS(t *testing.T) *cluster.Embedded {
 
 func join(t *testing.T, e *cluster.Embedded, name string) *member {
 	t.Helper()
+	m, _ := joinWith(t, e, name, filepath.Join(t.TempDir(), "hub.db"))
+	return m
+}
+
+// joinWith is join on the store at db; leave ends the membership before
+// the test's end (it is also called at cleanup).
+func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, leave func()) {
+	t.Helper()
 	ctx := context.Background()
 	nc, err := e.Connect(name)
 	if err != nil {
@@ -44,7 +53,7 @@ func join(t *testing.T, e *cluster.Embedded, name string) *member {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hub.db"), store.Options{})
+	st, err := store.Open(ctx, db, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +64,14 @@ func join(t *testing.T, e *cluster.Embedded, name string) *member {
 	if err := node.Start(ctx, reg); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	leave = sync.OnceFunc(func() {
 		reg.Close()
 		node.Close()
 		nc.Close()
 		st.Close()
 	})
-	return &member{node: node, reg: reg}
+	t.Cleanup(leave)
+	return &member{node: node, reg: reg}, leave
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -261,5 +271,85 @@ func TestCloseAfterAFailedStart(t *testing.T) {
 	case <-closed:
 	case <-time.After(20 * time.Second):
 		t.Fatal("Close after a failed Start did not return")
+	}
+}
+
+// A node that is given the history again (it crashed before acknowledging
+// what it had copied; here its consumer is deleted, so the whole stream
+// comes again) keeps each of the other nodes' events once.
+func TestHistoryDeliveredAgainIsCopiedOnce(t *testing.T) {
+	e := startNATS(t)
+	a := join(t, e, "a")
+	db := filepath.Join(t.TempDir(), "b.db")
+	b, leave := joinWith(t, e, "b", db)
+	ctx := context.Background()
+	const id = "aa:00:00:00:0d:05"
+	if _, err := a.reg.Register(ctx, id, hub.DevicePatch{}); err != nil {
+		t.Fatal(err)
+	}
+	rename := func(name string) {
+		t.Helper()
+		if _, err := a.reg.UpdateDevice(ctx, id, hub.DevicePatch{Name: &name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		rename(fmt.Sprintf("lamp %d", i))
+	}
+	fromA := func(m *member) (n int, last string) {
+		es, err := m.reg.Events(ctx, id, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range es {
+			if ev.Node == "a" {
+				n++
+				var d struct{ Name string }
+				if raw, ok := ev.Data.(json.RawMessage); ok && last == "" && json.Unmarshal(raw, &d) == nil {
+					last = d.Name
+				}
+			}
+		}
+		return n, last
+	}
+	var before int
+	eventually(t, "a's events copied to b", func() bool {
+		var last string
+		before, last = fromA(b)
+		return last == "lamp 4"
+	})
+	leave()
+
+	nc, err := e.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "xzhub_history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for c := range st.ListConsumers(ctx).Info() {
+		if c.Config.Description == "xiaozhi-hub node b copying the history" {
+			if err := st.DeleteConsumer(ctx, c.Name); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	if deleted != 1 {
+		t.Fatalf("deleted %d consumers of b, want 1", deleted)
+	}
+
+	b, _ = joinWith(t, e, "b", db)
+	rename("lamp 5") // after everything b is given again
+	eventually(t, "the new event on b", func() bool { _, last := fromA(b); return last == "lamp 5" })
+	if after, _ := fromA(b); after != before+1 {
+		t.Fatalf("b lists %d of a's events, had %d before the history came again: want %d", after, before, before+1)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/registry"
 )
 
 // The history (call records and recorded events) is one JetStream stream,
@@ -53,8 +53,9 @@ const (
 	historyFlush     = 50 * time.Millisecond // a record waits at most this long for its batch
 	historyBatchSize = 48 << 10              // bytes of records per batch, under historyMaxMsg
 	historyAckEvery  = 200 * time.Millisecond
-	historyAttempts  = 100 // a batch is tried again on each flush, for about 5 s (plus the publishes' own timeouts)
-	historyRetries   = 64  // batches waiting to be tried again
+	historyNews      = time.Minute // copied calls younger than this are announced
+	historyAttempts  = 100         // a batch is tried again on each flush, for about 5 s (plus the publishes' own timeouts)
+	historyRetries   = 64          // batches waiting to be tried again
 	attemptHeader    = "Xzhub-Attempt"
 )
 
@@ -235,9 +236,10 @@ func (n *Node) Unshared() uint64 { return n.hist.unshared.Load() }
 // copyHistory follows the stream with this node's durable consumer and
 // writes the other nodes' records into the local store. Acknowledgements
 // are cumulative and sent at most every historyAckEvery, for the newest
-// batch committed: a node that dies meanwhile gets those batches again
-// (calls are kept once per node and id; events may then appear twice).
-func (n *Node) copyHistory(ctx context.Context, local registry.Store) error {
+// batch committed. A node that dies meanwhile gets those batches again,
+// and skips them: the local store commits the newest stream sequence it
+// copied with the records (LogCopied), so each is copied once.
+func (n *Node) copyHistory(ctx context.Context, local LocalStore) error {
 	// Retried for a while, as the buckets are: a node that starts while
 	// JetStream elects a leader (a rolling restart) waits for it.
 	var cons jetstream.Consumer
@@ -254,6 +256,13 @@ func (n *Node) copyHistory(ctx context.Context, local registry.Store) error {
 	if err != nil {
 		return err
 	}
+	// The stream's name and creation: a stream made again (its sequence
+	// starting over) is copied from its start.
+	stream := fmt.Sprintf("%s@%s", historyStream, n.history.CachedInfo().Created.UTC().Format(time.RFC3339Nano))
+	copied, err := local.HistoryCopied(ctx, stream)
+	if err != nil {
+		return err
+	}
 	var committed atomic.Pointer[jetstream.Msg]
 	hctx, cancel := context.WithCancel(n.ctx)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
@@ -262,25 +271,43 @@ func (n *Node) copyHistory(ctx context.Context, local registry.Store) error {
 			m.Term() // not ours to understand: never again
 			return
 		}
-		if b.Node == n.name {
+		md, err := m.Metadata()
+		if err != nil {
+			m.Term()
+			return
+		}
+		// Consume calls this handler for one message at a time, in order.
+		seq := md.Sequence.Stream
+		if b.Node == n.name || seq <= copied {
 			committed.Store(&m)
 			return
 		}
+		copied = seq
 		for i := range b.Calls {
 			b.Calls[i].Node = b.Node
 		}
 		for i := range b.Events {
 			b.Events[i].Node = b.Node
 		}
+		// Calls made in the last minute are news to this node's event
+		// stream; older ones (a node catching up) are history only.
+		var recent []hub.CallRecord
+		for _, c := range b.Calls {
+			if time.Since(c.Started) < historyNews {
+				recent = append(recent, c)
+			}
+		}
 		done := func(err error) {
 			if err != nil {
 				n.log.Warn("could not copy another node's records", "node", b.Node, "err", err)
+			} else if n.reg != nil {
+				n.reg.AnnounceCalls(recent) // listed now, when the event says so
 			}
 			committed.Store(&m)
 		}
 		// The store's queue is full only for a moment: wait (holding up
 		// this consumer, not the hub) rather than lose the batch.
-		for local.Log(b.Calls, b.Events, done) != nil {
+		for local.LogCopied(stream, seq, b.Calls, b.Events, done) != nil {
 			select {
 			case <-hctx.Done():
 				return

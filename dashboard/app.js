@@ -534,9 +534,11 @@ function renderCalls() {
   const outcome = $("callOutcome").value;
   const rows = calls.filter(c => (!tool || c.tool.toLowerCase().includes(tool)) && (!outcome || c.outcome === outcome));
   const body = $("calls").tBodies[0];
-  body.replaceChildren(...rows.slice(0, 200).map(c => el("tr", { "data-id": c.id },
+  // In a cluster each record names the node that made the call, and ids
+  // are each node's own.
+  body.replaceChildren(...rows.slice(0, 200).map(c => el("tr", { "data-id": (c.node ? c.node + "/" : "") + c.id },
     lx("td", "nowrap", () => new Date(c.started).toLocaleString(locale())), el("td", {}, devName(c.deviceId)),
-    el("td", { class: "mono" }, c.tool), el("td", {}, c.caller),
+    el("td", { class: "mono" }, c.tool), el("td", { class: "nowrap" }, c.caller, c.node ? el("span", { class: "muted small node" }, " · " + c.node) : ""),
     lx("td", c.outcome === "ok" || c.outcome === "sent" ? "" : "bad", () => t("outcome." + c.outcome)),
     el("td", {}, Math.round(c.durationMs)), el("td", { class: "res mono" }, (c.arguments || "") + " → " + (c.result || "")))));
   if (!rows.length) body.append(el("tr", {}, live(el("td", { colspan: 7, class: "muted" }), () => t(calls.length ? "calls.noMatch" : "calls.none"))));
@@ -639,7 +641,7 @@ function eventText(ev) {
     case "tools_error": case "protocol_error": a.error = d.error || d.reason ? ": " + (d.error || d.reason) : ""; break;
     case "iot_changed": a.thing = d.thing || ""; a.state = d.state ? " " + JSON.stringify(d.state) : ""; break;
     case "call_finished":
-      Object.assign(a, { tool: d.tool, caller: d.caller, outcome: t("outcome." + d.outcome), ms: Math.round(d.durationMs || 0) }); break;
+      Object.assign(a, { tool: d.tool, caller: d.caller + (ev.node ? " · " + ev.node : ""), outcome: t("outcome." + d.outcome), ms: Math.round(d.durationMs || 0) }); break;
     case "identity_refused": case "device_rebound": a.clientId = d.clientId || "?"; break;
     case "events_dropped": a.count = d.count; break;
   }

@@ -151,3 +151,14 @@ func (r *Registry) localConn(id string) (Conn, error) {
 	}
 	return e.link.conn, nil
 }
+
+// AnnounceCalls tells this node's subscribers (the event stream) of calls
+// another node made, copied from the cluster's history, as the
+// call_finished events that node sent its own: each names its node, and
+// the call history lists it under the same node and id. They are neither
+// recorded here (that node recorded them) nor counted.
+func (r *Registry) AnnounceCalls(recs []hub.CallRecord) {
+	for _, rec := range recs {
+		r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec, Node: rec.Node})
+	}
+}

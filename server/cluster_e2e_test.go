@@ -41,29 +41,13 @@ func freePort(t testing.TB) string {
 // are opened together: JetStream needs a quorum before any can start.
 func startCluster(t testing.TB, n int, edits ...func(*server.Config)) []*clusterNode {
 	t.Helper()
-	routes := make([]string, n)
-	for i := range routes {
-		routes[i] = freePort(t)
-	}
+	cfgs := servertest.ClusterConfigs(t, n)
 	nodes := make([]*clusterNode, n)
 	began := time.Now()
 	defer func() { t.Logf("%d hubs up in %v", n, time.Since(began).Round(time.Millisecond)) }()
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	for i := range n {
-		var peers []string
-		for j, r := range routes {
-			if j != i {
-				peers = append(peers, "nats://"+r)
-			}
-		}
-		cfg := server.DefaultConfig()
-		cfg.Listen, cfg.DataDir, cfg.APIToken, cfg.DeviceAuth = "127.0.0.1:0", t.TempDir(), servertest.Token, "open"
-		cfg.ClusterNATS, cfg.ClusterNode = "embedded", fmt.Sprintf("hub-%d", i+1)
-		if n > 1 { // a node alone has no routes
-			cfg.ClusterListen, cfg.ClusterPeers = routes[i], peers
-		}
-		cfg.ClusterSecret = "cluster-test-secret-0123456789"
+	for i, cfg := range cfgs {
 		for _, edit := range edits {
 			edit(&cfg)
 		}

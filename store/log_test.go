@@ -268,3 +268,54 @@ func TestOtherNodesCallsAreKeptOnceAndBounded(t *testing.T) {
 		t.Fatalf("after 10 other nodes' calls with max-calls 5: %d kept, newest %+v", len(got), got[0])
 	}
 }
+
+// The newest history position copied is committed with the records, kept
+// across a reopen, never moves back, and is forgotten for a stream made
+// again.
+func TestHistoryPositionIsCommittedWithTheRecords(t *testing.T) {
+	ctx := context.Background()
+	path := tempDB(t)
+	s := openStore(t, path, store.Options{})
+	logCopied := func(stream string, seq uint64) {
+		t.Helper()
+		done := make(chan error, 1)
+		ev := hub.Event{Type: hub.EventDeviceUpdated, DeviceID: "d1", Node: "hub-2", Time: time.Now()}
+		if err := s.LogCopied(stream, seq, nil, []hub.Event{ev}, func(err error) { done <- err }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	copied := func(s *store.Store, stream string) uint64 {
+		t.Helper()
+		seq, err := s.HistoryCopied(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	if got := copied(s, "h@1"); got != 0 {
+		t.Fatalf("a new store has copied up to %d, want 0", got)
+	}
+	logCopied("h@1", 7)
+	logCopied("h@1", 5) // an older message, late: the position stays
+	if got := copied(s, "h@1"); got != 7 {
+		t.Fatalf("copied up to %d, want 7", got)
+	}
+	if err := s.LogCopied("", 3, nil, nil, nil); err == nil {
+		t.Fatal("LogCopied without a stream was taken")
+	}
+	s.Close()
+	s = openStore(t, path, store.Options{})
+	if got := copied(s, "h@1"); got != 7 {
+		t.Fatalf("after a reopen, copied up to %d, want 7", got)
+	}
+	logCopied("h@2", 1) // the stream was made again
+	if a, b := copied(s, "h@1"), copied(s, "h@2"); a != 0 || b != 1 {
+		t.Fatalf("after the stream was made again: old %d, new %d; want 0 and 1", a, b)
+	}
+	if es, _ := s.Events(ctx, "d1", 100); len(es) != 3 {
+		t.Fatalf("%d events stored, want the 3 copied", len(es))
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,11 +24,41 @@ var ErrQueueFull = errors.New("store write queue is full")
 // records as lost instead of waiting. This is the one queue of the hub's
 // call records and events (the registry has none of its own).
 func (s *Store) Log(calls []hub.CallRecord, events []hub.Event, done func(error)) error {
-	rows, err := encodeEvents(events) // off the single writer
+	return s.queueLog(&logRows{calls: calls}, events, done)
+}
+
+// LogCopied is Log for another node's records, copied from message seq of
+// the cluster's history stream (stream names the stream and its
+// creation). The store remembers, in the same transaction, the newest seq
+// committed for stream: HistoryCopied.
+func (s *Store) LogCopied(stream string, seq uint64, calls []hub.CallRecord, events []hub.Event, done func(error)) error {
+	if stream == "" || seq == 0 {
+		return fmt.Errorf("log copied records: no stream position (%q, %d)", stream, seq)
+	}
+	return s.queueLog(&logRows{calls: calls, stream: stream, seq: seq}, events, done)
+}
+
+// HistoryCopied returns the newest message of stream whose records are
+// committed here (LogCopied), or 0.
+func (s *Store) HistoryCopied(ctx context.Context, stream string) (uint64, error) {
+	var seq uint64
+	err := s.read.QueryRowContext(ctx, `SELECT seq FROM history_copied WHERE stream = ?`, stream).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("history copied: %w", err)
+	}
+	return seq, nil
+}
+
+func (s *Store) queueLog(rows *logRows, events []hub.Event, done func(error)) error {
+	var err error
+	rows.events, err = encodeEvents(events) // off the single writer
 	if err != nil {
 		return err
 	}
-	o := &op{ctx: context.Background(), log: &logRows{calls: calls, events: rows}, finish: done}
+	o := &op{ctx: context.Background(), log: rows, finish: done}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -45,6 +76,10 @@ func (s *Store) Log(calls []hub.CallRecord, events []hub.Event, done func(error)
 type logRows struct {
 	calls  []hub.CallRecord
 	events []eventRow
+	// stream and seq: for copied records, the history message they came
+	// from (LogCopied); the newest is committed with them.
+	stream string
+	seq    uint64
 }
 
 // eventRow is an event encoded for insertion.
@@ -81,6 +116,18 @@ func (s *Store) runLogs(w *wtx, ops []*op) error {
 	for _, o := range ops {
 		all.calls = append(all.calls, o.log.calls...)
 		all.events = append(all.events, o.log.events...)
+		if o.log.seq > all.seq {
+			all.stream, all.seq = o.log.stream, o.log.seq
+		}
+	}
+	if all.seq > 0 {
+		if _, err := w.exec(`DELETE FROM history_copied WHERE stream <> ?`, all.stream); err != nil {
+			return err
+		}
+		if _, err := w.exec(`INSERT INTO history_copied (stream, seq) VALUES (?, ?)
+			ON CONFLICT (stream) DO UPDATE SET seq = max(seq, excluded.seq)`, all.stream, all.seq); err != nil {
+			return err
+		}
 	}
 	own, peers := splitCalls(all.calls)
 	if len(own) > 0 {

@@ -31,22 +31,33 @@ func Start(tb testing.TB, edit func(*server.Config)) (h *server.Hub, stop func()
 	if edit != nil {
 		edit(&cfg)
 	}
-	log := slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := server.Open(context.Background(), cfg, log)
+	h, err := open(tb, cfg)
 	if err != nil {
 		tb.Fatalf("open hub: %v", err)
 	}
+	stop = run(tb, h)
+	tb.Cleanup(stop)
+	return h, stop
+}
+
+// open opens a hub whose warnings and errors go to the test log.
+func open(tb testing.TB, cfg server.Config) (*server.Hub, error) {
+	log := slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return server.Open(context.Background(), cfg, log)
+}
+
+// run runs h until stop, which waits for it to end (and may be called
+// more than once).
+func run(tb testing.TB, h *server.Hub) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	stop = sync.OnceFunc(func() {
+	return sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			tb.Errorf("hub stopped with %v", err)
 		}
 	})
-	tb.Cleanup(stop)
-	return h, stop
 }
 
 type testWriter struct{ tb testing.TB }

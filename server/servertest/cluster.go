@@ -1,0 +1,77 @@
+package servertest
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/xiaozhi-hub/hub/server"
+)
+
+// ClusterConfigs returns the configs of n hubs that form one cluster, as
+// Start's are made (loopback, temporary data, Token, device-auth open):
+// each with an embedded NATS node named hub-1…hub-n, joined by routes on
+// free loopback ports (JetStream replicas 3 when n ≥ 3).
+func ClusterConfigs(tb testing.TB, n int) []server.Config {
+	tb.Helper()
+	routes := make([]string, n)
+	for i := range routes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		routes[i] = ln.Addr().String()
+		ln.Close()
+	}
+	cfgs := make([]server.Config, n)
+	for i := range cfgs {
+		cfg := server.DefaultConfig()
+		cfg.Listen, cfg.DataDir, cfg.APIToken, cfg.DeviceAuth = "127.0.0.1:0", tb.TempDir(), Token, "open"
+		cfg.ClusterNATS, cfg.ClusterNode = "embedded", fmt.Sprintf("hub-%d", i+1)
+		cfg.ClusterSecret = "cluster-test-secret-0123456789"
+		if n > 1 { // a node alone has no routes
+			cfg.ClusterListen = routes[i]
+			for j, r := range routes {
+				if j != i {
+					cfg.ClusterPeers = append(cfg.ClusterPeers, "nats://"+r)
+				}
+			}
+		}
+		cfgs[i] = cfg
+	}
+	return cfgs
+}
+
+// StartCluster opens and runs the hubs of cfgs (ClusterConfigs) at once:
+// JetStream needs its quorum before any of them can start. They are
+// stopped at cleanup.
+func StartCluster(tb testing.TB, cfgs []server.Config) []*server.Hub {
+	tb.Helper()
+	hubs := make([]*server.Hub, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() { hubs[i], errs[i] = open(tb, cfg) })
+	}
+	wg.Wait()
+	var stops []func()
+	for _, h := range hubs {
+		if h != nil {
+			stops = append(stops, run(tb, h))
+		}
+	}
+	tb.Cleanup(func() { // together: each waits for the others' quorum
+		var wg sync.WaitGroup
+		for _, stop := range stops {
+			wg.Go(stop)
+		}
+		wg.Wait()
+	})
+	for i, err := range errs {
+		if err != nil {
+			tb.Fatalf("open hub %s: %v", cfgs[i].ClusterNode, err)
+		}
+	}
+	return hubs
+}
