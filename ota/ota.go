@@ -74,7 +74,8 @@ type Options struct {
 	WSVersion int
 	// CodeTTL is how long an activation code stays valid (default 10 min).
 	CodeTTL time.Duration
-	// MaxPending bounds the activations waiting at once (default 1000);
+	// MaxPending bounds the activations waiting at once (default
+	// MaxPendingCodes);
 	// MaxPendingPerAddr the codes issued to one source address (default 8).
 	MaxPending, MaxPendingPerAddr int
 	// RatePerAddr and BurstPerAddr bound the OTA checks and /activate
@@ -100,6 +101,9 @@ type Options struct {
 	ShareSecret func(ctx context.Context, local []byte) ([]byte, error)
 	Peers       Peers
 }
+
+// MaxPendingCodes is the default bound on the activations waiting at once.
+const MaxPendingCodes = 1000
 
 // Service is the OTA and activation endpoint and the device-auth policy. Its
 // methods are safe for concurrent use. It runs no goroutines: codes expire
@@ -150,7 +154,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		opts.CodeTTL = 10 * time.Minute
 	}
 	if opts.MaxPending <= 0 {
-		opts.MaxPending = 1000
+		opts.MaxPending = MaxPendingCodes
 	}
 	if opts.MaxPendingPerAddr <= 0 {
 		opts.MaxPendingPerAddr = 8

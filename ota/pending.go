@@ -1,6 +1,7 @@
 package ota
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -90,7 +91,7 @@ func (ps *pendingSet) makeRoom(addr string, now time.Time, max, perAddr int) err
 		p := ps.oldestSeen(func(p *pending) bool { return p.Remote == addr })
 		if !stale(p) {
 			return &httpError{http.StatusServiceUnavailable, hub.EINTERNAL,
-				"too many devices at this address are waiting for activation, all of them polling; approve some first"}
+				fmt.Sprintf("too many devices at this address (%d) are waiting for activation, all of them polling; approve some first, or raise activation-codes-per-address", perAddr)}
 		}
 		ps.remove(p)
 	}

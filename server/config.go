@@ -46,6 +46,11 @@ type Config struct {
 	WSProtocolVersion int           `yaml:"ws-protocol-version" help:"binary audio protocol version (1, 2 or 3) the OTA endpoint tells devices to use"`
 	ActivationExpiry  time.Duration `yaml:"activation-expiry" help:"how long an activation code shown by a device can be approved"`
 	FirmwareDir       string        `yaml:"firmware-dir" help:"firmware images offered to devices, laid out as <board>/<version>.bin (default: none)"`
+	// Per source address (after trusted-proxies): many devices behind one
+	// NAT share these.
+	OTAChecksPerMinute        int `yaml:"ota-checks-per-minute" help:"OTA checks and activation polls one address may make per minute, after a burst of ota-burst; more get 429 (devices behind one NAT share it)"`
+	OTABurst                  int `yaml:"ota-burst" help:"OTA checks and activation polls one address may make at once before ota-checks-per-minute applies"`
+	ActivationCodesPerAddress int `yaml:"activation-codes-per-address" help:"activation codes waiting for approval at once for the devices at one address"`
 
 	// The MQTT+UDP transport (mqtt.go): devices stay connected while idle.
 	MQTTListen  string `yaml:"mqtt-listen" help:"address of the embedded MQTT broker for devices on MQTT+UDP, e.g. :1883 (empty: off); with it set, the OTA endpoint offers MQTT to every device not kept on WebSocket"`
@@ -114,24 +119,27 @@ type Config struct {
 // DefaultConfig returns the settings used when nothing else is given.
 func DefaultConfig() Config {
 	return Config{
-		Listen:            ":8000",
-		DataDir:           "data",
-		DeviceAuth:        "activation",
-		WSProtocolVersion: 1,
-		ActivationExpiry:  10 * time.Minute,
-		MCPDirectLimit:    8,
-		MCPOAuth:          "on",
-		LogLevel:          "info",
-		LogFormat:         "text",
-		CallTimeout:       30 * time.Second,
-		MaxCallTimeout:    300 * time.Second,
-		MaxCalls:          10000,
-		HTTPIdleTimeout:   60 * time.Second,
-		MCPMaxSessions:    64,
-		MCPSessionTimeout: 10 * time.Minute,
-		SSEMaxStreams:     64,
-		SSEWriteTimeout:   15 * time.Second,
-		MemoryLimit:       "auto",
+		Listen:                    ":8000",
+		DataDir:                   "data",
+		DeviceAuth:                "activation",
+		WSProtocolVersion:         1,
+		ActivationExpiry:          10 * time.Minute,
+		OTAChecksPerMinute:        120,
+		OTABurst:                  30,
+		ActivationCodesPerAddress: 8,
+		MCPDirectLimit:            8,
+		MCPOAuth:                  "on",
+		LogLevel:                  "info",
+		LogFormat:                 "text",
+		CallTimeout:               30 * time.Second,
+		MaxCallTimeout:            300 * time.Second,
+		MaxCalls:                  10000,
+		HTTPIdleTimeout:           60 * time.Second,
+		MCPMaxSessions:            64,
+		MCPSessionTimeout:         10 * time.Minute,
+		SSEMaxStreams:             64,
+		SSEWriteTimeout:           15 * time.Second,
+		MemoryLimit:               "auto",
 
 		ConversationTimeout: 120 * time.Second,
 		TTSSampleRate:       24000,
@@ -184,6 +192,15 @@ func (c Config) Validate() error {
 	}
 	if c.ActivationExpiry < 30*time.Second {
 		errs = append(errs, fmt.Errorf("activation-expiry: %v is shorter than 30s (devices check back about every 30 s)", c.ActivationExpiry))
+	}
+	if c.OTAChecksPerMinute < 1 || c.OTAChecksPerMinute > 60000 {
+		errs = append(errs, fmt.Errorf("ota-checks-per-minute: %d is outside 1..60000", c.OTAChecksPerMinute))
+	}
+	if c.OTABurst < 1 || c.OTABurst > 10000 {
+		errs = append(errs, fmt.Errorf("ota-burst: %d is outside 1..10000", c.OTABurst))
+	}
+	if c.ActivationCodesPerAddress < 1 || c.ActivationCodesPerAddress > ota.MaxPendingCodes {
+		errs = append(errs, fmt.Errorf("activation-codes-per-address: %d is outside 1..%d (the codes waiting at once on a hub)", c.ActivationCodesPerAddress, ota.MaxPendingCodes))
 	}
 	if c.CallTimeout <= 0 || c.MaxCallTimeout < c.CallTimeout {
 		errs = append(errs, fmt.Errorf("call-timeout (%v) must be positive and at most max-call-timeout (%v)", c.CallTimeout, c.MaxCallTimeout))

@@ -30,6 +30,8 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 		{file: "- listen\n", want: []string{"expected settings as key: value lines"}},
 		{file: "cluster-nats: embedded\ncluster-listen: :6222\ncluster-secret: 0123456789abcdef01\n", want: []string{"cluster-listen needs cluster-peers", "nats://hub-2:6222"}},
 		{file: "trusted-proxies: [nginx]\n", want: []string{`trusted-proxies: "nginx" is neither an IP address nor a network such as 10.0.0.0/8`}},
+		{file: "activation-codes-per-address: 0\n", want: []string{"activation-codes-per-address: 0 is outside 1..1000"}},
+		{args: []string{"--ota-checks-per-minute", "0"}, want: []string{"ota-checks-per-minute: 0 is outside 1..60000"}},
 		{args: []string{"--call_timeout", "3s"}, want: []string{"unknown flag --call_timeout; did you mean --call-timeout?"}},
 		{args: []string{"--mcp-direct-limt", "3"}, want: []string{"did you mean --mcp-direct-limit?"}},
 	} {

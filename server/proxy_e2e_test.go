@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,5 +57,44 @@ func TestTrustedProxiesForwardTheClientsAddress(t *testing.T) {
 	}
 	if st := otaFrom(t, direct, "198.51.100.77"); st != 429 {
 		t.Fatalf("a forged X-Forwarded-For escaped the limit of a hub that trusts no proxy: %d", st)
+	}
+}
+
+// checkFrom makes the OTA check of device id, from 127.0.0.1, and returns
+// the status and body.
+func checkFrom(t *testing.T, h *testHub, id string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", h.OTAURL(), strings.NewReader(`{"application":{"version":"2.4.2"}}`))
+	req.Header.Set("Device-Id", id)
+	req.Header.Set("Client-Id", "uuid-"+id)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// The per-address limits are settings: a fleet behind one NAT (a school,
+// an office) raises them, and the refusal names the one to raise.
+func TestOTALimitsPerAddressAreSettings(t *testing.T) {
+	h := startHub(t, "", func(c *server.Config) {
+		c.DeviceAuth = "activation"
+		c.OTAChecksPerMinute, c.OTABurst, c.ActivationCodesPerAddress = 60000, 200, 2
+	})
+	for _, id := range []string{"aa:00:00:00:7f:01", "aa:00:00:00:7f:02"} {
+		if st, body := checkFrom(t, h, id); st != 200 || !strings.Contains(body, `"activation"`) {
+			t.Fatalf("OTA check of %s = %d %s; want an activation code", id, st, body)
+		}
+	}
+	st, body := checkFrom(t, h, "aa:00:00:00:7f:03")
+	if st != 503 || !strings.Contains(body, "activation-codes-per-address") {
+		t.Fatalf("a third device at the address with activation-codes-per-address 2 = %d %s; want 503 naming the setting", st, body)
+	}
+	for i := range 100 { // the default (bursts of 30) refuses from about the 31st
+		if st, body := checkFrom(t, h, "aa:00:00:00:7f:01"); st != 200 {
+			t.Fatalf("OTA check %d from one address with ota-burst 200 = %d %s", i+1, st, body)
+		}
 	}
 }

@@ -139,6 +139,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		ShareSecret: shareSecret, Peers: peers,
 		Policy: cfg.DeviceAuth, DeviceTokens: cfg.DeviceTokens, PublicURL: cfg.PublicURL,
 		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
+		RatePerAddr: float64(cfg.OTAChecksPerMinute) / 60, BurstPerAddr: cfg.OTABurst, MaxPendingPerAddr: cfg.ActivationCodesPerAddress,
 		MQTT: mqttOffer, Logger: log.With("component", "ota"), OnCheck: m.OTACheck,
 	})
 	if err != nil {
