@@ -3,13 +3,16 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/cluster"
@@ -351,5 +354,60 @@ func TestHistoryDeliveredAgainIsCopiedOnce(t *testing.T) {
 	eventually(t, "the new event on b", func() bool { _, last := fromA(b); return last == "lamp 5" })
 	if after, _ := fromA(b); after != before+1 {
 		t.Fatalf("b lists %d of a's events, had %d before the history came again: want %d", after, before, before+1)
+	}
+}
+
+// NATS clients log in, on loopback too: without the secret a local user
+// cannot read the shared state (the device-token secret) or call devices
+// on their subjects.
+func TestNATSClientsNeedTheSecret(t *testing.T) {
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	const secret = "the-client-secret-0123"
+	for _, o := range []cluster.EmbeddedOptions{
+		{Name: "monitored", ClientListen: free(), Secret: secret},
+		// A clustered node's own client port, on loopback for NATS's sake.
+		{Name: "routed", Listen: free(), Secret: secret, Peers: []string{"nats://" + free()}},
+	} {
+		o.StoreDir = t.TempDir()
+		e, err := cluster.StartEmbedded(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Shutdown)
+		url := e.ClientURL()
+		if url == "" {
+			t.Fatalf("%s serves no client port", o.Name)
+		}
+		if nc, err := nats.Connect(url, nats.NoReconnect()); err == nil {
+			nc.Close()
+			t.Fatalf("%s: a client without credentials connected to %s", o.Name, url)
+		} else if !errors.Is(err, nats.ErrAuthorization) {
+			t.Errorf("%s: connecting without credentials: %v; want an authorization error", o.Name, err)
+		}
+		if nc, err := nats.Connect(url, nats.UserInfo("xiaozhi-hub", "not-the-secret-000000"), nats.NoReconnect()); err == nil {
+			nc.Close()
+			t.Fatalf("%s: a client with a wrong password connected", o.Name)
+		}
+		nc, err := nats.Connect(url, nats.UserInfo("xiaozhi-hub", secret), nats.NoReconnect())
+		if err != nil {
+			t.Fatalf("%s: the nats CLI with the secret: %v", o.Name, err)
+		}
+		nc.Close()
+		in, err := e.Connect("hub")
+		if err != nil {
+			t.Fatalf("%s: the hub's own connection: %v", o.Name, err)
+		}
+		in.Close()
+	}
+	if _, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Name: "open", StoreDir: t.TempDir(), ClientListen: free()}); err == nil ||
+		!strings.Contains(err.Error(), "cluster-secret") {
+		t.Fatalf("a client port without a secret: %v; want it refused, naming cluster-secret", err)
 	}
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,13 +31,21 @@ type EmbeddedOptions struct {
 	// Listen.
 	Secret string
 	// ClientListen, if set, also serves NATS clients (the nats CLI, a
-	// monitoring tool) on host:port; the hub itself connects in-process.
+	// monitoring tool) on host:port; they log in as user xiaozhi-hub with
+	// Secret, which it therefore requires. The hub itself connects
+	// in-process.
 	ClientListen string
 	Logger       *slog.Logger
 }
 
 // Embedded is a running NATS node.
-type Embedded struct{ srv *server.Server }
+type Embedded struct {
+	srv      *server.Server
+	password string // of user natsUser, for clients
+}
+
+// natsUser is the user of the embedded node's routes and clients.
+const natsUser = "xiaozhi-hub"
 
 // StartEmbedded starts a NATS node with JetStream and waits until it
 // takes connections.
@@ -46,6 +56,18 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		// JetStream needs a limit it can check against the machine.
 		JetStreamMaxMemory: 256 << 20,
 	}
+	// Every client logs in, even on loopback: what the node holds (the
+	// device-token secret, grants) and the devices' subjects are the
+	// admin's. Without a client listener only the hub connects, with a
+	// password of its own.
+	password := o.Secret
+	if o.ClientListen != "" && len(password) < 16 {
+		return nil, errors.New("cluster-nats-listen: NATS clients there log in as user xiaozhi-hub with cluster-secret; set a cluster-secret of at least 16 characters")
+	}
+	if password == "" {
+		password = hex.EncodeToString(randomKey())
+	}
+	opts.Username, opts.Password = natsUser, password
 	if o.ClientListen == "" && o.Listen != "" {
 		// NATS starts its routes only once its client listener runs: a
 		// clustered node gets one on loopback, on a port of the system's
@@ -67,13 +89,13 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		if len(o.Secret) < 16 {
 			return nil, errors.New("cluster-secret: the nodes' routes need a shared secret of at least 16 characters")
 		}
-		opts.Cluster = server.ClusterOpts{Name: "xiaozhi-hub", Host: host, Port: port, Username: "xiaozhi-hub", Password: o.Secret}
+		opts.Cluster = server.ClusterOpts{Name: "xiaozhi-hub", Host: host, Port: port, Username: natsUser, Password: o.Secret}
 		for _, p := range o.Peers {
 			u, err := url.Parse(p)
 			if err != nil || u.Host == "" {
 				return nil, fmt.Errorf("cluster-peers: %q is not a route URL such as nats://hub-2:6222", p)
 			}
-			u.User = url.UserPassword("xiaozhi-hub", o.Secret)
+			u.User = url.UserPassword(natsUser, o.Secret)
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
@@ -89,12 +111,12 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, errors.New("embedded NATS did not get ready within 10 s")
 	}
-	return &Embedded{srv: srv}, nil
+	return &Embedded{srv: srv, password: password}, nil
 }
 
 // Connect opens an in-process connection to the node.
 func (e *Embedded) Connect(name string) (*nats.Conn, error) {
-	return nats.Connect("", nats.InProcessServer(e.srv), nats.Name(name), nats.MaxReconnects(-1))
+	return nats.Connect("", nats.InProcessServer(e.srv), nats.UserInfo(natsUser, e.password), nats.Name(name), nats.MaxReconnects(-1))
 }
 
 // RouteAddr is where the node's routes listen ("" without routes).
@@ -171,3 +193,9 @@ func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(for
 func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Tracef(format string, v ...any)  {}
+
+func randomKey() []byte {
+	b := make([]byte, 24)
+	rand.Read(b) // never fails (crypto/rand)
+	return b
+}

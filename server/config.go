@@ -164,6 +164,9 @@ func (c Config) Validate() error {
 	if c.ClusterListen != "" && len(c.ClusterSecret) < 16 {
 		errs = append(errs, errors.New("cluster-secret: cluster-listen needs a secret of at least 16 characters, the same on every node, so that nobody else can join the cluster's routes"))
 	}
+	if c.ClusterNATSListen != "" && len(c.ClusterSecret) < 16 {
+		errs = append(errs, errors.New("cluster-secret: NATS clients at cluster-nats-listen log in as user xiaozhi-hub with cluster-secret; set one of at least 16 characters"))
+	}
 	if len(c.ClusterPeers) > 0 && c.ClusterListen == "" {
 		errs = append(errs, errors.New("cluster-peers needs cluster-listen: the address the peers' routes reach this node on"))
 	}

@@ -29,6 +29,7 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 		{file: "agent:\n  modle: qwen\n", want: []string{"unknown setting agent: modle", "did you mean model?"}},
 		{file: "- listen\n", want: []string{"expected settings as key: value lines"}},
 		{file: "cluster-nats: embedded\ncluster-listen: :6222\ncluster-secret: 0123456789abcdef01\n", want: []string{"cluster-listen needs cluster-peers", "nats://hub-2:6222"}},
+		{file: "cluster-nats: embedded\ncluster-nats-listen: 127.0.0.1:4222\n", want: []string{"NATS clients at cluster-nats-listen log in as user xiaozhi-hub with cluster-secret"}},
 		{file: "trusted-proxies: [nginx]\n", want: []string{`trusted-proxies: "nginx" is neither an IP address nor a network such as 10.0.0.0/8`}},
 		{file: "activation-codes-per-address: 0\n", want: []string{"activation-codes-per-address: 0 is outside 1..1000"}},
 		{args: []string{"--ota-checks-per-minute", "0"}, want: []string{"ota-checks-per-minute: 0 is outside 1..60000"}},
