@@ -411,3 +411,20 @@ func TestNATSClientsNeedTheSecret(t *testing.T) {
 		t.Fatalf("a client port without a secret: %v; want it refused, naming cluster-secret", err)
 	}
 }
+
+// A NATS URL's password never shows in an error (they end up in logs).
+func TestDialErrorsHidePasswords(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = cluster.Dial([]string{"nats://xiaozhi-hub:very-secret-password@" + addr}, "test")
+	if err == nil {
+		t.Fatal("connected to a closed port")
+	}
+	if strings.Contains(err.Error(), "very-secret-password") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("error %q: want the address without the password", err)
+	}
+}

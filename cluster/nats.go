@@ -149,9 +149,23 @@ func (e *Embedded) Shutdown() {
 func Dial(urls []string, name string) (*nats.Conn, error) {
 	nc, err := nats.Connect(joinURLs(urls), nats.Name(name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false))
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS %v: %w", urls, err)
+		return nil, fmt.Errorf("connect to NATS %v: %w", redacted(urls), err)
 	}
 	return nc, nil
+}
+
+// redacted is urls without their passwords, for messages.
+func redacted(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, s := range urls {
+		if u, err := url.Parse(s); err == nil {
+			s = u.Redacted()
+		} else {
+			s = "(not a URL)"
+		}
+		out[i] = s
+	}
+	return out
 }
 
 func joinURLs(urls []string) string {

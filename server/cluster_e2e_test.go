@@ -448,7 +448,14 @@ func TestClusterSurvivesANATSNodesDeath(t *testing.T) {
 			}
 		}
 	})
-	urls := "nats://" + clients[0] + ",nats://" + clients[1] + ",nats://" + clients[2]
+	// The embedded NATS nodes' clients log in with the secret.
+	urls := ""
+	for i, c := range clients {
+		if i > 0 {
+			urls += ","
+		}
+		urls += "nats://xiaozhi-hub:" + secret + "@" + c
+	}
 	hubs := make([]*clusterNode, 3)
 	for i := range 3 {
 		wg.Add(1)
