@@ -62,6 +62,7 @@ var operations = map[string]op{
 		body: `{"message":"打开客厅的灯","session":"…"}`, stream: true, answer: "event: <type>\\ndata: agent Event"},
 	"GET /api/agent/runs":   {summary: "Recent agent runs with their tool calls, durations and outcome", query: []param{limitParam}, answer: `{"runs":[…]}`},
 	"GET /api/openapi.json": {summary: "This document", answer: "OpenAPI 3.1"},
+	"GET /api/cluster":      {summary: "The cluster's nodes alive and the devices online through each (a hub alone: clustered false)", answer: `{"clustered":true,"node":"hub-1","nats":"CONNECTED","historyUnshared":0,"nodes":[{"name":"hub-1","self":true,"devicesOnline":3}]}`},
 	"GET /healthz":          {summary: "Liveness and the store's health (no token)", answer: `{"status":"ok"}`},
 	"GET /metrics":          {summary: "Prometheus metrics (no token; no device ids)", answer: "Prometheus text format"},
 	"POST /mcp":             {summary: "The MCP server for outside agents (Streamable HTTP)", answer: "JSON-RPC"},

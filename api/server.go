@@ -27,6 +27,7 @@
 //	DELETE /api/oauth/clients/{id}                   revoke a client with all its tokens
 //	POST   /api/agent/chat                           ask the agent, Server-Sent Events (Options.Agent)
 //	GET    /api/agent/runs                           recent agent runs (?limit=)
+//	GET    /api/cluster                              the nodes alive and their devices (Options.Cluster)
 //	       /mcp                                      the MCP server (Options.MCP), behind the token
 //	                                                 or an OAuth access token (Options.OAuth)
 //	GET    /healthz                                  liveness and readiness, no token
@@ -87,6 +88,9 @@ type Options struct {
 	// OAuth, if set, serves the /api/oauth routes and admits its access
 	// tokens at /mcp (beside the admin token).
 	OAuth OAuth
+	// Cluster, if set, tells GET /api/cluster about this node's cluster;
+	// nil: a hub alone.
+	Cluster func() ClusterInfo
 }
 
 // Server is the HTTP API over a Registry. Mount it with Register.
@@ -96,6 +100,7 @@ type Server struct {
 	agent     Agent
 	mcp       http.Handler
 	oauth     OAuth
+	cluster   func() ClusterInfo
 	token     string
 	metrics   *metrics.Metrics
 	log       *slog.Logger
@@ -131,6 +136,7 @@ func New(opts Options) *Server {
 		agent:     opts.Agent,
 		mcp:       opts.MCP,
 		oauth:     opts.OAuth,
+		cluster:   opts.Cluster,
 		token:     opts.Token,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
@@ -156,7 +162,7 @@ type methodHandler struct {
 // apiRoutes is every /api route: each service's file lists its own.
 func (s *Server) apiRoutes() []route {
 	var all []route
-	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes()} {
+	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes()} {
 		all = append(all, rs...)
 	}
 	return append(all, route{"/api/openapi.json", []methodHandler{{"GET", s.serveOpenAPI}}})

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -378,6 +379,13 @@ func (n *Node) leaseLoop() {
 
 // Nodes is how many nodes had a live lease at the last look.
 func (n *Node) Nodes() int { return len(n.aliveNodes()) }
+
+// AliveNodes are the names of the nodes alive at the last look, sorted.
+func (n *Node) AliveNodes() []string {
+	names := n.aliveNodes()
+	slices.Sort(names)
+	return names
+}
 
 // RemoteDevices is how many devices are online here through another node.
 func (n *Node) RemoteDevices() int {

@@ -148,6 +148,20 @@ function renderDevices() {
   if (!shown.length) list.append(lx("li", "muted", () => t(all.length ? "devices.noMatch" : "devices.none")));
 }
 
+// ---- cluster: the nodes alive (shown only on a node of a cluster)
+
+async function loadCluster() {
+  let c;
+  try { c = await api("GET", "/api/cluster"); } catch { return; }
+  $("clusterBox").hidden = !c.clustered;
+  if (!c.clustered) return;
+  const items = c.nodes.map(n => live(el("li", { class: "node small", "data-node": n.name }), () =>
+    n.name + (n.self ? " (" + t("cluster.self") + ")" : "") + " · " + t("cluster.devices", { n: n.devicesOnline })));
+  if (c.nats !== "CONNECTED") items.push(live(el("li", { class: "small bad" }), () => t("cluster.nats", { state: c.nats })));
+  if (c.historyUnshared) items.push(live(el("li", { class: "small bad" }), () => t("cluster.unshared", { n: c.historyUnshared })));
+  $("nodes").replaceChildren(...items);
+}
+
 // ---- approvals
 
 async function loadActivations() {
@@ -671,6 +685,7 @@ function onEvent(ev) {
   }
   later("devices", loadDevices);
   later("acts", loadActivations);
+  if (ev.type === "online" || ev.type === "offline") later("cluster", loadCluster);
   if (detail && ev.deviceId === detail.id && ev.type !== "device_deleted") later("detail", refreshDetail);
   if (detail && ev.deviceId === detail.id && ev.type === "device_deleted") gone();
 }
@@ -699,6 +714,7 @@ async function refresh() {
     live($("status"), () => t("status.connected"));
     loadActivations();
     loadMCP();
+    loadCluster();
     loadCalls();
     if (detail) refreshDetail();
     return true;
@@ -732,5 +748,6 @@ setInterval(() => { // "seen … ago" and expiries stay true; approvals have no 
   tickExpiry();
   loadActivations();
   loadMCP();
+  loadCluster(); // a node that joins or dies sends no event of its own
 }, 5000);
 setInterval(() => { if (token) loadDevices().catch(() => {}); }, 15000);

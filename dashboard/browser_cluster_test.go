@@ -22,6 +22,14 @@ func TestBrowserClusterNamesTheNodes(t *testing.T) {
 	b.waitJS("both devices listed", `document.querySelectorAll("li.device").length === 2`)
 	b.waitJS("the live stream", `document.querySelector("#status").textContent === "live"`)
 	b.waitJS("the device on hub-2 named with its node", `document.querySelector('li.device[data-id="`+far+`"]').textContent.includes("online via hub-2")`)
+	b.waitJS("the cluster's nodes with their devices", `(() => {
+		const nodes = [...document.querySelectorAll("#clusterBox:not([hidden]) li.node")].map(li => li.textContent);
+		return nodes.length === 2 && nodes[0] === "hub-1 (this node) · devices online: 1" && nodes[1] === "hub-2 · devices online: 1";
+	})()`)
+	c := apiCall(t, hubs[1], "GET", "/api/cluster", nil)
+	if c["clustered"] != true || c["node"] != "hub-2" || c["nats"] != "CONNECTED" {
+		t.Fatalf("GET /api/cluster on hub-2 = %v", c)
+	}
 
 	call := func(i int, id string) {
 		t.Helper()

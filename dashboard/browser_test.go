@@ -63,6 +63,11 @@ func TestBrowserDevicesToolsAndIoT(t *testing.T) {
 	iot := connect(t, h, sim.Config{DeviceID: iotID, Mode: sim.ModeIoT})
 	b.waitJS("both devices listed", `document.querySelectorAll("li.device").length === 2`)
 	b.waitJS("the online events as sentences", `document.querySelector("#events").textContent.includes("came online")`)
+	var clusterShown bool
+	b.eval(`!document.querySelector("#clusterBox").hidden`, &clusterShown)
+	if clusterShown {
+		t.Fatal("a hub alone shows a cluster section")
+	}
 
 	// A tool call through its form.
 	b.run(chromedp.Click(`li.device[data-id="`+mcpID+`"]`, chromedp.ByQuery))

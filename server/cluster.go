@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/cluster"
 )
 
@@ -63,6 +64,17 @@ func (c *clusterSide) close() {
 	}
 	if c.embedded != nil {
 		c.embedded.Shutdown()
+	}
+}
+
+// clusterInfo is what GET /api/cluster tells; nil for a hub alone.
+func (h *Hub) clusterInfo() func() api.ClusterInfo {
+	c := h.cluster
+	if c == nil {
+		return nil
+	}
+	return func() api.ClusterInfo {
+		return api.ClusterInfo{Node: c.node.Name(), Nodes: c.node.AliveNodes(), NATS: c.nc.Status().String(), HistoryUnshared: c.node.Unshared()}
 	}
 }
 

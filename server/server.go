@@ -287,7 +287,7 @@ func (h *Hub) routes(st *store.Store, trust *ota.Service, auth *oauth.Service) *
 	api.New(api.Options{
 		Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready,
 		MaxStreams: h.cfg.SSEMaxStreams, StreamWriteTimeout: h.cfg.SSEWriteTimeout,
-		Trust: trust, Agent: h.agent, MCP: h.mcp, OAuth: authAPI,
+		Trust: trust, Agent: h.agent, MCP: h.mcp, OAuth: authAPI, Cluster: h.clusterInfo(),
 	}).Register(mux)
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.Handle("GET /device", dashboard.DeviceHandler())
