@@ -77,6 +77,17 @@ func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, le
 	return &member{node: node, reg: reg}, leave
 }
 
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -171,15 +182,7 @@ func TestJoiningShares(t *testing.T) {
 
 // Only nodes that present the cluster's secret join its routes.
 func TestRoutesNeedTheSecret(t *testing.T) {
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
-	addrA, addrB := free(), free()
+	addrA, addrB := freeAddr(t), freeAddr(t)
 	const secret = "the-right-secret-0123"
 	nodes := make([]*cluster.Embedded, 3)
 	var wg sync.WaitGroup
@@ -361,19 +364,11 @@ func TestHistoryDeliveredAgainIsCopiedOnce(t *testing.T) {
 // cannot read the shared state (the device-token secret) or call devices
 // on their subjects.
 func TestNATSClientsNeedTheSecret(t *testing.T) {
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
 	const secret = "the-client-secret-0123"
 	for _, o := range []cluster.EmbeddedOptions{
-		{Name: "monitored", ClientListen: free(), Secret: secret},
+		{Name: "monitored", ClientListen: freeAddr(t), Secret: secret},
 		// A clustered node's own client port, on loopback for NATS's sake.
-		{Name: "routed", Listen: free(), Secret: secret, Peers: []string{"nats://" + free()}},
+		{Name: "routed", Listen: freeAddr(t), Secret: secret, Peers: []string{"nats://" + freeAddr(t)}},
 	} {
 		o.StoreDir = t.TempDir()
 		e, err := cluster.StartEmbedded(o)
@@ -406,7 +401,7 @@ func TestNATSClientsNeedTheSecret(t *testing.T) {
 		}
 		in.Close()
 	}
-	if _, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Name: "open", StoreDir: t.TempDir(), ClientListen: free()}); err == nil ||
+	if _, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Name: "open", StoreDir: t.TempDir(), ClientListen: freeAddr(t)}); err == nil ||
 		!strings.Contains(err.Error(), "cluster-secret") {
 		t.Fatalf("a client port without a secret: %v; want it refused, naming cluster-secret", err)
 	}
@@ -414,13 +409,8 @@ func TestNATSClientsNeedTheSecret(t *testing.T) {
 
 // A NATS URL's password never shows in an error (they end up in logs).
 func TestDialErrorsHidePasswords(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	_, err = cluster.Dial([]string{"nats://xiaozhi-hub:very-secret-password@" + addr}, "test")
+	addr := freeAddr(t)
+	_, err := cluster.Dial([]string{"nats://xiaozhi-hub:very-secret-password@" + addr}, "test")
 	if err == nil {
 		t.Fatal("connected to a closed port")
 	}
