@@ -181,8 +181,9 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 		emit(e)
 	}
 	s := a.sessions.get(session)
-	s.mu.Lock() // one run at a time per session
+	s.mu.Lock() // one run at a time per session (on this node)
 	defer s.mu.Unlock()
+	a.loadShared(ctx, session, s)
 
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
@@ -239,6 +240,7 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 		}
 	}
 	s.save(msgs)
+	a.saveShared(session, s)
 	rec.Text = final.String()
 	rec.DurationMs = ms(a.cfg.Now().Sub(start))
 	rec = a.runs.add(rec)
@@ -286,3 +288,50 @@ func newSessionID() string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// sharedTimeout bounds each read and write of the shared history: a
+// cluster that cannot answer costs a run this much, and it goes on with
+// the local copy.
+const sharedTimeout = 2 * time.Second
+
+// loadShared replaces the session's local copy with the shared one, if
+// there is one (another node may have gone on with the conversation).
+func (a *Agent) loadShared(ctx context.Context, session string, s *session) {
+	if a.cfg.Shared == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	data, err := a.cfg.Shared.LoadHistory(ctx, session)
+	if err != nil {
+		a.cfg.Logger.Warn("agent: could not read the shared conversation; going on with this node's copy", "session", session, "err", err)
+		return
+	}
+	if data == nil {
+		return
+	}
+	var msgs []Message
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		a.cfg.Logger.Warn("agent: the shared conversation is not readable; going on with this node's copy", "session", session, "err", err)
+		return
+	}
+	s.replace(msgs)
+}
+
+// saveShared stores the session's conversation for the other nodes.
+func (a *Agent) saveShared(session string, s *session) {
+	if a.cfg.Shared == nil {
+		return
+	}
+	data, err := json.Marshal(s.history())
+	if err == nil {
+		// Not the run's context: a run that timed out still ends with its
+		// conversation saved.
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		defer cancel()
+		err = a.cfg.Shared.SaveHistory(ctx, session, data)
+	}
+	if err != nil {
+		a.cfg.Logger.Warn("agent: could not share the conversation; other nodes will not see this run", "session", session, "err", err)
+	}
+}

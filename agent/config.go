@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -24,6 +25,9 @@ const (
 	DefaultOpenAIModel    = "gpt-4.1-mini"
 )
 
+// DefaultSessionTTL is how long a conversation is kept without use.
+const DefaultSessionTTL = time.Hour
+
 // Config configures the agent. Fields left empty are filled from the
 // environment by FromEnv, then by defaults. The lead's config file fills the
 // yaml-tagged fields; the rest are for programs and tests.
@@ -42,7 +46,7 @@ type Config struct {
 	MaxResultBytes int           `yaml:"max-result-bytes"`
 	MaxHistory     int           `yaml:"max-history"`  // messages kept per session; default 40
 	MaxSessions    int           `yaml:"max-sessions"` // default 1000, least recently used dropped
-	SessionTTL     time.Duration `yaml:"session-ttl"`  // default 1 h
+	SessionTTL     time.Duration `yaml:"session-ttl"`  // default DefaultSessionTTL
 	RunLog         int           `yaml:"run-log"`      // runs kept in memory; default 200
 	// DirectLimit: with at most this many online devices the model gets
 	// every device tool; with more, search_devices and call_device_tool.
@@ -59,6 +63,21 @@ type Config struct {
 	// AuthToken is sent as a Bearer token to Anthropic-compatible APIs when
 	// APIKey is empty (ANTHROPIC_AUTH_TOKEN).
 	AuthToken string `yaml:"-"`
+	// Shared, if set, keeps every conversation where the other hub nodes
+	// of a cluster find it too (see SharedHistory).
+	Shared SharedHistory `yaml:"-"`
+}
+
+// SharedHistory keeps conversations beyond this process (package cluster
+// keeps them in NATS for every node of a cluster): a person whose requests
+// reach another node, or a device that reconnects to another node, goes on
+// with the same conversation. The agent still keeps its own copy, used
+// when the shared one cannot be read.
+type SharedHistory interface {
+	// LoadHistory returns what SaveHistory last stored for session (nil
+	// when nothing is, or it has expired).
+	LoadHistory(ctx context.Context, session string) ([]byte, error)
+	SaveHistory(ctx context.Context, session string, data []byte) error
 }
 
 // FromEnv fills the fields c leaves empty from the usual environment
@@ -138,7 +157,7 @@ func (c Config) withDefaults() (Config, Provider, error) {
 		c.MaxSessions = 1000
 	}
 	if c.SessionTTL <= 0 {
-		c.SessionTTL = time.Hour
+		c.SessionTTL = DefaultSessionTTL
 	}
 	if c.RunLog <= 0 {
 		c.RunLog = 200

@@ -63,6 +63,15 @@ func (s *session) history() []Message {
 	return slices.Clone(s.msgs)
 }
 
+// replace makes msgs the conversation, as save does, without marking the
+// session used (a copy read from the shared history).
+func (s *session) replace(msgs []Message) {
+	msgs = consistent(msgs)
+	s.owner.mu.Lock()
+	defer s.owner.mu.Unlock()
+	s.msgs = trim(msgs, s.owner.maxMsgs)
+}
+
 // save keeps the conversation, trimmed to the newest messages that still
 // form a valid conversation: it starts with a user message that is not a
 // tool result, and every tool call has its result.

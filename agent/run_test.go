@@ -1,10 +1,13 @@
 package agent_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -189,5 +192,69 @@ func TestProviderErrors(t *testing.T) {
 	rec, _ = collect(t, unreachable, "", "hi")
 	if rec.Outcome != agent.OutcomeError || !strings.Contains(rec.Error, "openai API") {
 		t.Fatalf("unreachable provider: %+v", rec)
+	}
+}
+
+// memHistory stands in for the cluster's shared conversations; failing, it
+// answers every read and write with an error.
+type memHistory struct {
+	mu      sync.Mutex
+	m       map[string][]byte
+	failing bool
+}
+
+func (h *memHistory) LoadHistory(_ context.Context, session string) ([]byte, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failing {
+		return nil, errors.New("nats: timeout")
+	}
+	return h.m[session], nil
+}
+
+func (h *memHistory) SaveHistory(_ context.Context, session string, data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failing {
+		return errors.New("nats: timeout")
+	}
+	h.m[session] = data
+	return nil
+}
+
+// Two agents sharing their conversations (two hub nodes) go on with each
+// other's; when the shared copy cannot be read, a run goes on with its own.
+func TestSharedConversations(t *testing.T) {
+	b := func(tr turn) action { return action{text: "好的：" + tr.user} }
+	shared := &memHistory{m: map[string][]byte{}}
+	a, f, reg, _ := start(t, setup{provider: agent.ProviderOpenAI, cfg: agent.Config{Shared: shared}}, b)
+	other := agent.New(reg, a.Config())
+	users := func() string {
+		reqs := f.requests()
+		var out []string
+		for _, m := range reqs[len(reqs)-1]["messages"].([]any) {
+			if mm := obj(m); str(mm["role"]) == "user" {
+				out = append(out, str(mm["content"]))
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	for _, step := range []struct {
+		on   *agent.Agent
+		msg  string
+		want string
+	}{{a, "一", "一"}, {other, "二", "一,二"}, {a, "三", "一,二,三"}} {
+		if rec, _ := collect(t, step.on, "kitchen", step.msg); rec.Outcome != "ok" {
+			t.Fatalf("run %q: %+v", step.msg, rec)
+		}
+		if got := users(); got != step.want {
+			t.Fatalf("run %q sent the questions %q; want %q", step.msg, got, step.want)
+		}
+	}
+	shared.mu.Lock()
+	shared.failing = true
+	shared.mu.Unlock()
+	if rec, _ := collect(t, other, "kitchen", "四"); rec.Outcome != "ok" || users() != "一,二,四" {
+		t.Fatalf("with the shared copy failing: %+v, questions %q; want the run on this agent's own copy (一,二,四)", rec, users())
 	}
 }

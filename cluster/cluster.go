@@ -60,7 +60,10 @@ type Options struct {
 	// LeaseTTL is how long a node counts as alive after its last renewal
 	// (default 15 s, long enough to ride out a JetStream leader election; renewed every third of it).
 	LeaseTTL time.Duration
-	Logger   *slog.Logger
+	// ChatTTL is how long the agent's conversations are kept without use
+	// (default 1 h, the agent's default).
+	ChatTTL time.Duration
+	Logger  *slog.Logger
 }
 
 // Node is this hub's membership of the cluster.
@@ -70,6 +73,7 @@ type Node struct {
 	state jetstream.KeyValue
 	pres  jetstream.KeyValue
 	nodes jetstream.KeyValue
+	chat  jetstream.KeyValue // the agent's conversations (chat.go)
 	log   *slog.Logger
 	ttl   time.Duration
 
@@ -138,6 +142,9 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 15 * time.Second
 	}
+	if o.ChatTTL <= 0 {
+		o.ChatTTL = time.Hour
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -176,6 +183,8 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 			Description: "xiaozhi-hub: which node holds each device's connection"}},
 		{&n.nodes, jetstream.KeyValueConfig{Bucket: nodesBucket, History: 1, Replicas: o.Replicas, Storage: jetstream.FileStorage,
 			TTL: o.LeaseTTL, Description: "xiaozhi-hub: node leases"}},
+		{&n.chat, jetstream.KeyValueConfig{Bucket: chatBucket, History: 1, Replicas: o.Replicas, Storage: jetstream.FileStorage,
+			TTL: o.ChatTTL, MaxValueSize: chatMaxValue, MaxBytes: chatMaxBytes, Description: "xiaozhi-hub: the agent's conversations"}},
 	}
 	for _, b := range buckets {
 		// Retried for a while: a NATS cluster elects a JetStream leader

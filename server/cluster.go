@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/cluster"
 )
@@ -45,7 +46,7 @@ func openCluster(ctx context.Context, cfg Config, log *slog.Logger) (*clusterSid
 		c.close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c.node, err = cluster.Open(ctx, c.nc, cluster.Options{Name: name, Replicas: cfg.clusterReplicas(), Logger: log.With("component", "cluster")})
+	c.node, err = cluster.Open(ctx, c.nc, cluster.Options{Name: name, Replicas: cfg.clusterReplicas(), ChatTTL: agent.DefaultSessionTTL, Logger: log.With("component", "cluster")})
 	if err != nil {
 		c.close()
 		return nil, err
@@ -65,6 +66,15 @@ func (c *clusterSide) close() {
 	if c.embedded != nil {
 		c.embedded.Shutdown()
 	}
+}
+
+// sharedHistory is where the agent keeps conversations for every node;
+// nil for a hub alone.
+func sharedHistory(c *clusterSide) agent.SharedHistory {
+	if c == nil {
+		return nil
+	}
+	return c.node
 }
 
 // clusterInfo is what GET /api/cluster tells; nil for a hub alone.

@@ -3,10 +3,13 @@ package server_test
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
@@ -137,5 +140,43 @@ func TestClusterSharesOAuthClients(t *testing.T) {
 	}
 	if st, body := back.call("GET", "/api/oauth/clients", nil); st != 200 || strings.Contains(fmt.Sprint(body), client) {
 		t.Fatalf("after a restart hub-1 lists %v", body)
+	}
+}
+
+// A conversation with the agent goes on on another node: a person whose
+// next request the load balancer sends elsewhere (or whose node died) is
+// still understood in context.
+func TestClusterAgentConversationGoesOnOnAnotherNode(t *testing.T) {
+	const lampID = "aa:00:00:00:ca:01"
+	p := newProviders(t, catalog.Name(lampID, "self.lamp.turn_on"))
+	nodes := startCluster(t, 2, func(c *server.Config) {
+		c.AgentProvider, c.AgentBaseURL, c.AgentAPIKey, c.AgentModel = "openai", p.srv.URL+"/v1", "sk-test", "test-model"
+	})
+	d := connectTo(t, nodes[0], sim.Config{DeviceID: lampID, Lamp: true})
+	waitFor(t, "the lamp's tools on both nodes", func() bool {
+		return lampTool(t, nodes[0], d.ID()) != "" && lampTool(t, nodes[1], d.ID()) != ""
+	})
+	chat := func(c *clusterNode) []int {
+		t.Helper()
+		p.mu.Lock()
+		before := len(p.sent)
+		p.mu.Unlock()
+		if st, body := c.call("POST", "/api/agent/chat", map[string]any{"message": "打开客厅的灯", "session": "living-room"}); st != 200 {
+			t.Fatalf("chat on %s: %d %v", c.name, st, body)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return slices.Clone(p.sent[before:])
+	}
+	if sent := chat(nodes[0]); len(sent) != 2 || sent[0] != 2 {
+		t.Fatalf("first run on hub-1 sent %v messages to the model; want [2 4] (system and the question, then the tool's result)", sent)
+	}
+	// The run's four messages (question, tool call, result, answer) come
+	// with the next question, on the other node.
+	if sent := chat(nodes[1]); len(sent) == 0 || sent[0] != 6 {
+		t.Fatalf("the same session on hub-2 sent %v messages first; want 6 (the conversation so far and the new question)", sent)
+	}
+	if !d.LampOn() {
+		t.Fatal("the lamp is off")
 	}
 }

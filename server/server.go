@@ -194,7 +194,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	}
 	h.agent = agent.New(reg, agent.Config{
 		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
-		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"),
+		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Logger: log.With("component", "agent"), Shared: sharedHistory(cl),
 		OnRun: func(r agent.RunRecord) {
 			m.AgentRun(r.Outcome, r.DurationMs/1000, r.Usage.InputTokens, r.Usage.OutputTokens)
 		},

@@ -32,6 +32,7 @@ type providers struct {
 	mu       sync.Mutex
 	heardMs  int    // length of the audio the recognizer received
 	system   string // the model's system prompt
+	sent     []int  // messages in each request to the model, system prompt included
 	spoken   []string
 	voices   []string
 	seconds  int // of speech per synthesis (default 1)
@@ -76,6 +77,7 @@ func (p *providers) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		p.mu.Lock()
 		p.system = fmt.Sprint(req.Messages[0].Content)
+		p.sent = append(p.sent, len(req.Messages))
 		p.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		chunk := func(delta string, finish string) {
