@@ -194,7 +194,7 @@ func TestClusterServesEveryDeviceOnEveryNode(t *testing.T) {
 	}
 	text, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	for _, want := range []string{"xiaozhi_hub_cluster_nodes 3", "xiaozhi_hub_cluster_remote_devices 2", "xiaozhi_hub_devices_connected 0"} {
+	for _, want := range []string{"xiaozhi_hub_cluster_nodes 3", "xiaozhi_hub_cluster_remote_devices 2", "xiaozhi_hub_cluster_nats_connected 1", "xiaozhi_hub_devices_connected 0"} {
 		if !strings.Contains(string(text), want+"\n") {
 			t.Errorf("hub-2's /metrics lacks %q", want)
 		}
