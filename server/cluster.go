@@ -13,6 +13,7 @@ import (
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/cluster"
+	"github.com/xiaozhi-hub/hub/metrics"
 )
 
 // clusterSide is this hub's part of a cluster (cluster-nats set): its
@@ -66,6 +67,19 @@ func (c *clusterSide) close() {
 	if c.embedded != nil {
 		c.embedded.Shutdown()
 	}
+}
+
+// metrics registers the cluster's gauges and counters.
+func (c *clusterSide) metrics(m *metrics.Metrics) {
+	m.Gauge("xiaozhi_hub_cluster_nodes", "Hub nodes of the cluster with a live lease, as this node last saw them.", func() float64 { return float64(c.node.Nodes()) })
+	m.Gauge("xiaozhi_hub_cluster_remote_devices", "Devices online on this node through the node holding their connection.", func() float64 { return float64(c.node.RemoteDevices()) })
+	m.Gauge("xiaozhi_hub_cluster_nats_connected", "1 while this node's connection to NATS is up; without it the node cannot change the shared state.", func() float64 {
+		if c.nc.IsConnected() {
+			return 1
+		}
+		return 0
+	})
+	m.CounterFunc("xiaozhi_hub_cluster_history_unshared_total", "Call records and events this node recorded but could not append to the cluster's history stream.", func() float64 { return float64(c.node.Unshared()) })
 }
 
 // sharedHistory is where the agent keeps conversations for every node;

@@ -176,15 +176,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		return nil
 	})
 	if cl != nil {
-		m.Gauge("xiaozhi_hub_cluster_nodes", "Hub nodes of the cluster with a live lease, as this node last saw them.", func() float64 { return float64(cl.node.Nodes()) })
-		m.Gauge("xiaozhi_hub_cluster_remote_devices", "Devices online on this node through the node holding their connection.", func() float64 { return float64(cl.node.RemoteDevices()) })
-		m.Gauge("xiaozhi_hub_cluster_nats_connected", "1 while this node's connection to NATS is up; without it the node cannot change the shared state.", func() float64 {
-			if cl.nc.IsConnected() {
-				return 1
-			}
-			return 0
-		})
-		m.CounterFunc("xiaozhi_hub_cluster_history_unshared_total", "Call records and events this node recorded but could not append to the cluster's history stream.", func() float64 { return float64(cl.node.Unshared()) })
+		cl.metrics(m)
 		err := cl.node.ServeTrust(trust)
 		if err == nil {
 			err = cl.node.Start(ctx, reg)
