@@ -53,9 +53,9 @@ const (
 	historyFlush     = 50 * time.Millisecond // a record waits at most this long for its batch
 	historyBatchSize = 48 << 10              // bytes of records per batch, under historyMaxMsg
 	historyAckEvery  = 200 * time.Millisecond
-	historyNews      = time.Minute // copied calls younger than this are announced
-	historyAttempts  = 100         // a batch is tried again on each flush, for about 5 s (plus the publishes' own timeouts)
-	historyRetries   = 64          // batches waiting to be tried again
+	historyNews      = 10 * time.Second // calls copied from a message younger than this are announced
+	historyAttempts  = 100              // a batch is tried again on each flush, for about 5 s (plus the publishes' own timeouts)
+	historyRetries   = 64               // batches waiting to be tried again
 	attemptHeader    = "Xzhub-Attempt"
 )
 
@@ -289,13 +289,11 @@ func (n *Node) copyHistory(ctx context.Context, local LocalStore) error {
 		for i := range b.Events {
 			b.Events[i].Node = b.Node
 		}
-		// Calls made in the last minute are news to this node's event
+		// Calls the stream took a moment ago are news to this node's event
 		// stream; older ones (a node catching up) are history only.
 		var recent []hub.CallRecord
-		for _, c := range b.Calls {
-			if time.Since(c.Started) < historyNews {
-				recent = append(recent, c)
-			}
+		if time.Since(md.Timestamp) < historyNews {
+			recent = b.Calls
 		}
 		done := func(err error) {
 			if err != nil {
