@@ -120,15 +120,18 @@ func (s *sharedTrust) SaveTrust(ctx context.Context, t hub.Trust) error {
 // ShareSecret returns the device-token secret of the cluster: the one in
 // the shared state, or, for the first node, its own (ota.Options.ShareSecret).
 func (n *Node) ShareSecret(ctx context.Context, local []byte) ([]byte, error) {
-	_, err := n.state.Create(ctx, secretKey, []byte(hex.EncodeToString(local)))
-	if err == nil {
-		return local, nil
-	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, err
-	}
+	// Retried for a while, as Start's steps are: a node that starts while
+	// JetStream elects a leader (a rolling restart) waits for it.
 	var shared []byte
-	err = retry(ctx, 5*time.Second, func() error {
+	err := retry(ctx, 30*time.Second, func() error {
+		_, err := n.state.Create(ctx, secretKey, []byte(hex.EncodeToString(local)))
+		if err == nil {
+			shared = local
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
 		e, err := n.state.Get(ctx, secretKey)
 		if err != nil {
 			return err
