@@ -78,8 +78,8 @@ func TestClusterHistoryIsOneStream(t *testing.T) {
 	t.Cleanup(back.stop)
 	nodes[2] = back
 	waitLong(t, "hub-3 to catch up with the calls made while it was away", func() bool {
-		h := historyOf(back, d.ID())
-		return h["call hub-1"] == 2 && h["call hub-2"] == 2
+		last = historyOf(back, d.ID())
+		return last["call hub-1"] == 2 && last["call hub-2"] == 2
 	})
 
 	// hub-1 dies: what it recorded is still listed on the others, and the
