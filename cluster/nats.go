@@ -89,7 +89,12 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		if len(o.Secret) < 16 {
 			return nil, errors.New("cluster-secret: the nodes' routes need a shared secret of at least 16 characters")
 		}
-		opts.Cluster = server.ClusterOpts{Name: "xiaozhi-hub", Host: host, Port: port, Username: natsUser, Password: o.Secret}
+		// One route per pair of nodes (PoolSize -1), not NATS's default
+		// pool of three: with client logins on, the pooled routes left
+		// core NATS (heartbeats, calls to devices on other nodes) without
+		// interest in 3 of about 40 test cluster starts, while JetStream
+		// worked; with one route, 0 of 20 (and 0 of 20 without logins).
+		opts.Cluster = server.ClusterOpts{Name: "xiaozhi-hub", Host: host, Port: port, Username: natsUser, Password: o.Secret, PoolSize: -1}
 		for _, p := range o.Peers {
 			u, err := url.Parse(p)
 			if err != nil || u.Host == "" {
