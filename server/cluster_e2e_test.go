@@ -26,16 +26,6 @@ type clusterNode struct {
 	name string
 }
 
-func freePort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startCluster runs n hubs, each with an embedded NATS node, joined by
 // routes into one NATS cluster (JetStream replicas 3 when n ≥ 3). They
 // are opened together: JetStream needs a quorum before any can start.
@@ -308,7 +298,7 @@ func natsServerBinary(t *testing.T) string {
 // the other, and a rename on one is seen on the other.
 func TestClusterOnAnExternalNATSServer(t *testing.T) {
 	bin := natsServerBinary(t)
-	addr := freePort(t)
+	addr := servertest.FreeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", t.TempDir())
 	if err := cmd.Start(); err != nil {
@@ -413,8 +403,8 @@ func TestClusterApprovalOnOneNodeAdmitsOnAnother(t *testing.T) {
 // across hubs go on.
 func TestClusterSurvivesANATSNodesDeath(t *testing.T) {
 	const secret = "nats-test-secret-0123456789"
-	routes := []string{freePort(t), freePort(t), freePort(t)}
-	clients := []string{freePort(t), freePort(t), freePort(t)}
+	routes := []string{servertest.FreeAddr(t), servertest.FreeAddr(t), servertest.FreeAddr(t)}
+	clients := []string{servertest.FreeAddr(t), servertest.FreeAddr(t), servertest.FreeAddr(t)}
 	nats := make([]*cluster.Embedded, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {

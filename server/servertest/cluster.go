@@ -9,6 +9,18 @@ import (
 	"github.com/xiaozhi-hub/hub/server"
 )
 
+// FreeAddr is a loopback TCP address nothing listens on (for a setting
+// that must name its port before the hub starts).
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // ClusterConfigs returns the configs of n hubs that form one cluster, as
 // Start's are made (loopback, temporary data, Token, device-auth open):
 // each with an embedded NATS node named hub-1…hub-n, joined by routes on
@@ -17,12 +29,7 @@ func ClusterConfigs(tb testing.TB, n int) []server.Config {
 	tb.Helper()
 	routes := make([]string, n)
 	for i := range routes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		routes[i] = ln.Addr().String()
-		ln.Close()
+		routes[i] = FreeAddr(tb)
 	}
 	cfgs := make([]server.Config, n)
 	for i := range cfgs {
