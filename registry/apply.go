@@ -147,7 +147,7 @@ func (r *Registry) localConn(id string) (Conn, error) {
 		return nil, notFound(id)
 	}
 	if e.link == nil || e.node != "" {
-		return nil, offline(id)
+		return nil, offline(id, e.dev.Transport)
 	}
 	return e.link.conn, nil
 }

@@ -89,7 +89,7 @@ func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResul
 		return hub.CallResult{}, notFound(req.DeviceID)
 	}
 	tool, known := e.tools.lookup(req.Tool)
-	link := e.link
+	link, transport := e.link, e.dev.Transport
 	r.mu.RUnlock()
 	if !known {
 		return hub.CallResult{}, &hub.Error{Code: hub.ENOTFOUND, Err: ErrUnknownTool,
@@ -102,7 +102,7 @@ func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResul
 		return hub.CallResult{}, err
 	}
 	if link == nil {
-		return hub.CallResult{}, offline(req.DeviceID)
+		return hub.CallResult{}, offline(req.DeviceID, transport)
 	}
 	return link.conn.CallTool(ctx, req.Tool, args)
 }
@@ -175,13 +175,13 @@ func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTC
 		return notFound(deviceID)
 	}
 	err := iot.ValidateCommands(e.things, cmds)
-	link := e.link
+	link, transport := e.link, e.dev.Transport
 	r.mu.RUnlock()
 	if err != nil {
 		return err
 	}
 	if link == nil {
-		return offline(deviceID)
+		return offline(deviceID, transport)
 	}
 	// Validated: each command's parameters are an object, nothing or null.
 	cmds = slices.Clone(cmds)
@@ -218,8 +218,17 @@ func (r *Registry) timeout(d time.Duration) (time.Duration, error) {
 // MaxCallTimeout is the longest timeout a call may ask for.
 func (r *Registry) MaxCallTimeout() time.Duration { return r.opts.MaxCallTimeout }
 
-func offline(id string) error {
-	return hub.Errorf(hub.EOFFLINE, "device %q is offline: it connects only during a conversation, so wake it and try again", id)
+// offline says what is true of an offline device on its transport (its
+// last connection's, since the hub started): a WebSocket device connects
+// only to talk, an MQTT device stays connected while it is powered on.
+func offline(id, transport string) error {
+	switch transport {
+	case "websocket":
+		return hub.Errorf(hub.EOFFLINE, "device %q is offline: on WebSocket it connects only during a conversation, so wake it (its wake word or button) and try again", id)
+	case "mqtt":
+		return hub.Errorf(hub.EOFFLINE, "device %q is offline: on MQTT it stays connected while powered on, so it is switched off, restarting or out of reach of the network; check its power and Wi-Fi", id)
+	}
+	return hub.Errorf(hub.EOFFLINE, "device %q is offline: a WebSocket device connects only during a conversation (wake it and try again); an MQTT device is offline only when switched off or out of reach", id)
 }
 
 func outcomeOf(err error) string {

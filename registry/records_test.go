@@ -205,3 +205,29 @@ func TestCallTimeoutAndHangup(t *testing.T) {
 		}
 	})
 }
+
+// TestOfflineSaysWhatIsTrueOfTheTransport: a call to an offline device
+// tells a person what to do about it, which differs by transport: a
+// WebSocket device connects only to talk (wake it), an MQTT device stays
+// connected while it is on (it is off or out of reach; waking it is no
+// advice).
+func TestOfflineSaysWhatIsTrueOfTheTransport(t *testing.T) {
+	ctx := context.Background()
+	h := registrytest.New(t, registry.Options{})
+	for _, tc := range []struct{ transport, want, not string }{
+		{"websocket", "wake it", "switched off"},
+		{"mqtt", "switched off", "wake it"},
+	} {
+		id := "dev-" + tc.transport
+		d := registrytest.Connect(t, h.Reg, registry.ConnectInfo{DeviceID: id, ClientID: "c", ProtocolVersion: 1, MCP: true, Transport: tc.transport}, mcpTool("self.light"))
+		d.Disconnect()
+		_, err := h.Reg.CallTool(ctx, registry.CallRequest{DeviceID: id, Tool: "self.light"})
+		if hub.ErrorCode(err) != hub.EOFFLINE {
+			t.Fatalf("%s: call to an offline device: %v, want EOFFLINE", tc.transport, err)
+		}
+		msg := hub.ErrorMessage(err)
+		if !strings.Contains(msg, tc.want) || strings.Contains(msg, tc.not) {
+			t.Errorf("%s device offline: %q, want it to say %q and not %q", tc.transport, msg, tc.want, tc.not)
+		}
+	}
+}
