@@ -121,7 +121,8 @@ func TestComposeFile(t *testing.T) {
 	if !ok {
 		t.Fatal("compose.yaml has no hub service")
 	}
-	if !slices.Contains(s.Ports, "8000:8000") || !slices.Contains(s.Volumes, "hub-data:/data") {
+	if !slices.Contains(s.Ports, "8000:8000") || !slices.Contains(s.Volumes, "hub-data:/data") ||
+		!slices.Contains(s.Ports, "1883:1883") || !slices.Contains(s.Ports, "1883:1883/udp") {
 		t.Errorf("hub service ports %v, volumes %v", s.Ports, s.Volumes)
 	}
 	if _, ok := c.Volumes["hub-data"]; !ok {
@@ -134,6 +135,14 @@ func TestComposeFile(t *testing.T) {
 		env[k] = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`).ReplaceAllString(v, "$1")
 	}
 	checkServeArgs(t, "compose.yaml environment", nil, env)
+	// What a user sets to enable MQTT and speech is passed to the hub.
+	for _, k := range []string{"XZ_HUB_MQTT_LISTEN", "XZ_HUB_MQTT_PUBLIC", "XZ_HUB_UDP_PUBLIC", "XZ_HUB_ASR_PROVIDER", "XZ_HUB_TTS_PROVIDER", "XZ_HUB_TTS_VOICE"} {
+		if _, ok := s.Environment[k]; !ok {
+			t.Errorf("compose.yaml does not pass %s to the hub", k)
+		}
+	}
+	env["XZ_HUB_MQTT_LISTEN"], env["XZ_HUB_MQTT_PUBLIC"], env["XZ_HUB_UDP_PUBLIC"] = ":1883", "192.168.1.10:1883", "192.168.1.10:1883"
+	checkServeArgs(t, "compose.yaml environment with MQTT", nil, env)
 }
 
 func TestSystemdUnit(t *testing.T) {
@@ -154,8 +163,21 @@ func TestSystemdUnit(t *testing.T) {
 		env[m[1]] = m[2]
 	}
 	checkEnv(t, "unit Environment", env)
-	args := strings.Fields(strings.ReplaceAll(start[2], "%S", t.TempDir()))
-	checkServeArgs(t, "unit ExecStart", args, env)
+	// The settings file the unit documents is the one the hub reads: systemd
+	// copies it into the credentials directory (%d), and --config names it.
+	documented := "/etc/xiaozhi-hub/hub.yaml"
+	if !strings.Contains(unit, "# Settings: "+documented) || !strings.Contains(unit, "\nLoadCredential=hub.yaml:"+documented+"\n") {
+		t.Errorf("the unit documents %s but does not load it as the credential hub.yaml", documented)
+	}
+	creds := t.TempDir()
+	if err := os.WriteFile(filepath.Join(creds, "hub.yaml"), []byte(readRepoFile(t, "deploy/hub.yaml")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Fields(strings.NewReplacer("%S", t.TempDir(), "%d", creds).Replace(start[2]))
+	if i := slices.Index(args, "--config"); i < 0 || i+1 == len(args) || args[i+1] != creds+"/hub.yaml" {
+		t.Errorf("ExecStart does not pass --config %%d/hub.yaml: %s", start[0])
+	}
+	checkServeArgs(t, "unit ExecStart with deploy/hub.yaml", args, env)
 	if !slices.Contains(args, "--data-dir") || !strings.Contains(unit, "--data-dir %S/xiaozhi-hub") {
 		t.Errorf("the hub's data is not in its StateDirectory: %s", start[0])
 	}
