@@ -41,11 +41,11 @@ type dsHeader struct {
 func (d *DashScope) Start(ctx context.Context, language string) (*Stream, error) {
 	url := d.URL
 	if url == "" {
-		url = "wss://dashscope.aliyuncs.com/api-ws/v1/inference"
+		url = DashScopeURL
 	}
 	model := d.Model
 	if model == "" {
-		model = "paraformer-realtime-v2"
+		model = DashScopeModel
 	}
 	if language == "" {
 		language = d.Language

@@ -82,7 +82,7 @@ func (u *Upload) Finish(ctx context.Context) (string, error) {
 	_, _ = fw.Write(wav.Encode(u.pcm, rate))
 	model := o.Model
 	if model == "" {
-		model = "whisper-1"
+		model = OpenAIModel
 	}
 	_ = mw.WriteField("model", model)
 	_ = mw.WriteField("response_format", "json")
@@ -128,7 +128,7 @@ func (u *Upload) Finish(ctx context.Context) (string, error) {
 
 func baseURL(s string) string {
 	if s == "" {
-		return "https://api.openai.com/v1"
+		return OpenAIBaseURL
 	}
 	return s
 }

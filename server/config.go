@@ -225,6 +225,16 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log-format: %q is not text or json", c.LogFormat))
 	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log-level: %q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	switch c.AgentProvider {
+	case "", agent.ProviderAnthropic, agent.ProviderOpenAI:
+	default:
+		errs = append(errs, fmt.Errorf("agent-provider: %q is not one of %s, %s (from the flag, the config file or XZ_AGENT_PROVIDER)", c.AgentProvider, agent.ProviderAnthropic, agent.ProviderOpenAI))
+	}
 	return errors.Join(errs...)
 }
 

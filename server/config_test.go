@@ -34,6 +34,8 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 	noEnv := func(string) string { return "" }
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("lisen: :8000\n"), 0o600)
+	providerTypo := filepath.Join(t.TempDir(), "typo.yaml")
+	os.WriteFile(providerTypo, []byte("agent:\n  provider: anthropc\n  api-key: sk-x\n"), 0o600)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -46,6 +48,13 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--config", bad}, "lisen"},
 		{[]string{"--demo=-3"}, "demo"},
 		{[]string{"stray"}, "stray"},
+		// Misspelt values are refused with the accepted ones, not started on.
+		{[]string{"--agent-provider", "anthropc", "--agent-api-key", "sk-x"}, "agent-provider: \"anthropc\" is not one of anthropic, openai"},
+		{[]string{"--config", providerTypo}, "agent-provider: \"anthropc\""},
+		{[]string{"--log-level", "verbose"}, "log-level: \"verbose\" is not one of debug, info, warn, error"},
+		{[]string{"--asr-provider", "openai"}, "asr-provider openai with no asr-base-url is OpenAI itself, which needs asr-api-key"},
+		{[]string{"--tts-provider", "openai"}, "tts-provider openai with no tts-base-url is OpenAI itself, which needs tts-api-key"},
+		{[]string{"--asr-provider", "whisper"}, "asr-provider: \"whisper\" is not openai, funasr or dashscope"},
 	} {
 		_, err := server.LoadConfig(tc.args, noEnv)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -113,5 +122,20 @@ func TestConfigAgentFromEnvironment(t *testing.T) {
 	}
 	if cfg.AgentProvider != "openai" || cfg.AgentModel != "gpt-x" || cfg.AgentAPIKey != "o" || cfg.AgentAuthToken != "" {
 		t.Errorf("flags over the environment: %+v", cfg)
+	}
+}
+
+// The startup line names the model and the address each speech provider
+// will really use, its defaults included (not an empty model, nor OpenAI's
+// address for DashScope).
+func TestStartupNamesTheSpeechProvidersDefaults(t *testing.T) {
+	h := startHub(t, "", func(c *server.Config) {
+		c.ASRProvider, c.ASRAPIKey = "openai", "sk-test"
+		c.TTSProvider, c.TTSAPIKey = "dashscope", "sk-test"
+	})
+	got := h.Startup().Speech
+	want := "recognition openai whisper-1 at https://api.openai.com/v1; synthesis dashscope cosyvoice-v2 at wss://dashscope.aliyuncs.com/api-ws/v1/inference"
+	if got != want {
+		t.Errorf("startup speech line:\n got %s\nwant %s", got, want)
 	}
 }

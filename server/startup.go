@@ -2,6 +2,9 @@ package server
 
 import (
 	"strings"
+
+	"github.com/xiaozhi-hub/hub/asr"
+	"github.com/xiaozhi-hub/hub/tts"
 )
 
 // Startup is what the hub tells an operator once it listens: where the
@@ -29,14 +32,20 @@ func speechSummary(c Config) string {
 	if c.ASRProvider == "" && c.TTSProvider == "" {
 		return "not configured (devices are told so; set asr-provider and tts-provider, see README \"A device that talks\")"
 	}
-	part := func(what, provider, base, model string) string {
+	part := func(what, provider, base, model string, defaults map[string][2]string) string {
 		if provider == "" {
 			return what + " not configured"
 		}
 		if base == "" {
-			base = "https://api.openai.com/v1"
+			base = defaults[provider][0]
 		}
-		return strings.TrimSpace(what + " " + provider + " " + model + " at " + base)
+		if model == "" {
+			model = defaults[provider][1]
+		}
+		return strings.Join(strings.Fields(what+" "+provider+" "+model+" at "+base), " ")
 	}
-	return part("recognition", c.ASRProvider, c.ASRBaseURL, c.ASRModel) + "; " + part("synthesis", c.TTSProvider, c.TTSBaseURL, c.TTSModel)
+	return part("recognition", c.ASRProvider, c.ASRBaseURL, c.ASRModel, map[string][2]string{
+		"openai": {asr.OpenAIBaseURL, asr.OpenAIModel}, "dashscope": {asr.DashScopeURL, asr.DashScopeModel}}) +
+		"; " + part("synthesis", c.TTSProvider, c.TTSBaseURL, c.TTSModel, map[string][2]string{
+		"openai": {tts.OpenAIBaseURL, tts.OpenAIModel}, "dashscope": {tts.DashScopeURL, tts.DashScopeModel}})
 }

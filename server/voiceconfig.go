@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 )
@@ -9,7 +10,11 @@ import (
 func (c Config) validateVoice() []error {
 	var errs []error
 	switch c.ASRProvider {
-	case "", "openai":
+	case "":
+	case "openai":
+		if c.ASRBaseURL == "" && c.ASRAPIKey == "" {
+			errs = append(errs, errors.New("asr-provider openai with no asr-base-url is OpenAI itself, which needs asr-api-key (or OPENAI_API_KEY); for a local server (speaches, LocalAI, whisper.cpp) set asr-base-url"))
+		}
 		errs = append(errs, checkBase("asr-base-url", c.ASRBaseURL, "http", "https")...)
 	case "funasr":
 		if c.ASRBaseURL == "" {
@@ -25,7 +30,11 @@ func (c Config) validateVoice() []error {
 		errs = append(errs, fmt.Errorf("asr-provider: %q is not openai, funasr or dashscope", c.ASRProvider))
 	}
 	switch c.TTSProvider {
-	case "", "openai":
+	case "":
+	case "openai":
+		if c.TTSBaseURL == "" && c.TTSAPIKey == "" {
+			errs = append(errs, errors.New("tts-provider openai with no tts-base-url is OpenAI itself, which needs tts-api-key (or OPENAI_API_KEY); for a local server (Kokoro-FastAPI, speaches, LocalAI) set tts-base-url"))
+		}
 		errs = append(errs, checkBase("tts-base-url", c.TTSBaseURL, "http", "https")...)
 	case "dashscope":
 		if c.TTSAPIKey == "" {

@@ -45,17 +45,17 @@ type dsHeader struct {
 func (d *DashScope) Synthesize(ctx context.Context, text, voice string) (*WSStream, error) {
 	url := d.URL
 	if url == "" {
-		url = "wss://dashscope.aliyuncs.com/api-ws/v1/inference"
+		url = DashScopeURL
 	}
 	model, rate := d.Model, d.SampleRate
 	if model == "" {
-		model = "cosyvoice-v2"
+		model = DashScopeModel
 	}
 	if voice == "" {
 		voice = d.Voice
 	}
 	if voice == "" {
-		voice = "longxiaochun_v2"
+		voice = DashScopeVoice
 	}
 	if rate <= 0 {
 		rate = 24000

@@ -44,16 +44,16 @@ func (o *OpenAI) Synthesize(ctx context.Context, text, voice string) (*Stream, e
 		voice = o.Voice
 	}
 	if voice == "" {
-		voice = "alloy"
+		voice = OpenAIVoice
 	}
 	model := o.Model
 	if model == "" {
-		model = "tts-1"
+		model = OpenAIModel
 	}
 	body, _ := json.Marshal(map[string]any{"model": model, "input": text, "voice": voice, "response_format": "pcm"})
 	base := o.BaseURL
 	if base == "" {
-		base = "https://api.openai.com/v1"
+		base = OpenAIBaseURL
 	}
 	endpoint := strings.TrimSuffix(base, "/") + "/audio/speech"
 	req, err := http.NewRequestWithContext(ctx, "POST", endpoint, bytes.NewReader(body))

@@ -1,0 +1,12 @@
+package tts
+
+// What each provider uses when its settings leave the address, the model or
+// the voice empty.
+const (
+	OpenAIBaseURL  = "https://api.openai.com/v1"
+	OpenAIModel    = "tts-1"
+	OpenAIVoice    = "alloy"
+	DashScopeURL   = "wss://dashscope.aliyuncs.com/api-ws/v1/inference"
+	DashScopeModel = "cosyvoice-v2"
+	DashScopeVoice = "longxiaochun_v2"
+)
