@@ -48,7 +48,7 @@ var operations = map[string]op{
 		query: []param{{"device", "string", "one device's events"}}, stream: true, answer: "event: <type>\\ndata: Event"},
 	"GET /api/activations":                  {summary: "Activation codes waiting for a person, oldest first", answer: `{"activations":[…],"policy":"activation|token|open"}`},
 	"POST /api/activations/{code}/approve":  {summary: "Approve the device showing this code, and label it", body: `{"name":"Kitchen speaker","room":"kitchen"}`, answer: `{"activation":{…},"trust":{…}}`},
-	"GET /api/devices/{id}/trust":           {summary: "Approval, bound identity, revocation, MQTT choice and last OTA check of a device", answer: "Trust with admitted"},
+	"GET /api/devices/{id}/trust":           {summary: "Approval, bound identity, revocation, MQTT choice and last OTA check of a device", answer: "Trust with admitted (a known device that never made an OTA check here has the empty record; 404 for an unknown device)"},
 	"DELETE /api/devices/{id}/token":        {summary: "Revoke the device's tokens (and MQTT login); its connection closes", answer: `{"deviceId","revoked"}`},
 	"POST /api/devices/{id}/token/revoke":   {summary: "The same as DELETE /api/devices/{id}/token", answer: `{"deviceId","revoked"}`},
 	"POST /api/devices/{id}/rebind":         {summary: "Bind a re-flashed device to its new Client-Id", body: `{"clientId":"…","serialNumber":"…"}`, answer: `{"deviceId","clientId","serialNumber"}`},

@@ -87,6 +87,14 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getTrust(w http.ResponseWriter, r *http.Request) {
 	id := pathID(r)
 	t, err := s.trust.TrustOf(r.Context(), id)
+	if hub.ErrorCode(err) == hub.ENOTFOUND {
+		// A device the hub knows that never made an OTA check here (a
+		// demo device, or one connected under device-auth open) has the
+		// empty record: nothing approved, bound or chosen.
+		if _, derr := s.reg.Device(id); derr == nil {
+			t, err = hub.Trust{DeviceID: id}, nil
+		}
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

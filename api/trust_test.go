@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -73,4 +74,27 @@ func TestTrustRoutesUseTheAPITable(t *testing.T) {
 	if r := h.do("GET", "/api/activations", ""); r.status != 200 {
 		t.Fatalf("activations: %d %s", r.status, r.body)
 	}
+}
+
+// A device the hub knows that never made an OTA check here (a demo
+// device; one connected under device-auth open) has the empty trust
+// record, so the dashboard's device panel asks for it without an error;
+// an unknown device is still 404.
+func TestTrustOfAKnownDeviceWithoutARecord(t *testing.T) {
+	base := newHub(t, hubOptions{})
+	base.connect("de:00:00:00:00:01")
+	h := withTrust(base, fakeTrust{err: hub.Errorf(hub.ENOTFOUND, "the hub has no trust record for this device")})
+	r := h.do("GET", "/api/devices/de:00:00:00:00:01/trust", "")
+	if r.status != 200 {
+		t.Fatalf("trust of a known device without a record: %d %s", r.status, r.body)
+	}
+	var tr struct {
+		DeviceID  string `json:"deviceId"`
+		Transport string `json:"transport"`
+		Approved  string `json:"approved"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &tr); err != nil || tr.DeviceID != "de:00:00:00:00:01" || tr.Transport != "" || tr.Approved != "" {
+		t.Errorf("trust of a known device without a record: %s (%v)", r.body, err)
+	}
+	h.do("GET", "/api/devices/de:00:00:00:00:99/trust", "").wantError(t, 404, "not_found", "no trust record")
 }
