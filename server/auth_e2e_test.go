@@ -69,9 +69,7 @@ func TestDeviceTokenAuth(t *testing.T) {
 
 func TestDemoDevicesAppear(t *testing.T) {
 	h := startHub(t, "", nil)
-	if err := h.StartDemo(context.Background(), 3); err != nil {
-		t.Fatal(err)
-	}
+	startDemo(t, h, 3)
 	waitFor(t, "3 demo devices online", func() bool {
 		_, body := h.call("GET", "/api/devices", nil)
 		devs, _ := body["devices"].([]any)

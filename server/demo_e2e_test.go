@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -42,9 +41,7 @@ func readmeDemoRequests(t *testing.T) [][2]string {
 // ranks that device first, strictly ahead of the others.
 func TestDemoHomeAnswersReadmeRequests(t *testing.T) {
 	h := startHub(t, "", nil)
-	if err := h.StartDemo(context.Background(), 4); err != nil {
-		t.Fatal(err)
-	}
+	startDemo(t, h, 4)
 	for _, id := range []string{"de:00:00:00:00:01", "de:00:00:00:00:02", "de:00:00:00:00:04"} {
 		h.readyTools(id)
 	}
@@ -85,9 +82,7 @@ func TestDemoHomeAnswersReadmeRequests(t *testing.T) {
 // and controllable.
 func TestDemoWithMQTT(t *testing.T) {
 	h := mqttHub(t, "", func(c *server.Config) { c.DeviceAuth = "activation" })
-	if err := h.StartDemo(context.Background(), 4); err != nil {
-		t.Fatal(err)
-	}
+	startDemo(t, h, 4)
 	seen := map[string]int{}
 	waitFor(t, "four demo devices online over both transports", func() bool {
 		_, body := h.call("GET", "/api/devices", nil)

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/xiaozhi-hub/hub/demo"
 	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/server/servertest"
 	"github.com/xiaozhi-hub/hub/sim"
@@ -165,3 +167,13 @@ func (h *testHub) waitEvent(id, text string) {
 }
 
 func asCloseError(err error, ce *websocket.CloseError) bool { return errors.As(err, ce) }
+
+// startDemo runs n demo devices against h until the test ends.
+func startDemo(t testing.TB, h *testHub, n int) {
+	t.Helper()
+	stop, err := demo.Start(context.Background(), h.Hub, n, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+}

@@ -137,9 +137,7 @@ func TestProtocolVersionsThroughOTA(t *testing.T) {
 // --demo works out of the box under the default policy (activation).
 func TestDemoWorksUnderTheDefaultPolicy(t *testing.T) {
 	h := startHub(t, "", func(c *server.Config) { c.DeviceAuth = server.DefaultConfig().DeviceAuth })
-	if err := h.StartDemo(context.Background(), 2); err != nil {
-		t.Fatal(err)
-	}
+	startDemo(t, h, 2)
 	waitFor(t, "2 demo devices online", func() bool {
 		_, body := h.call("GET", "/api/devices", nil)
 		devs, _ := body["devices"].([]any)

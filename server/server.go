@@ -57,8 +57,6 @@ type Hub struct {
 	fresh    newConns // connections with no request yet, closed at shutdown
 	// Token is the admin API token in force.
 	Token string
-
-	stopDemo func() // set by StartDemo
 }
 
 // Open opens the data directory and the store, loads the registry and
@@ -369,9 +367,6 @@ func (h *Hub) Close() error {
 }
 
 func (h *Hub) closeCore() {
-	if h.stopDemo != nil {
-		h.stopDemo()
-	}
 	if h.mqtt != nil {
 		// MQTT devices go offline with the broker ("the hub is shutting
 		// down"); their sessions end before the device endpoint closes.

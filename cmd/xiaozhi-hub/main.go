@@ -21,6 +21,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/xiaozhi-hub/hub/demo"
 	"github.com/xiaozhi-hub/hub/server"
 )
 
@@ -96,8 +97,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logStartup(h, cfg, log)
 	if cfg.Demo > 0 {
-		if err := startDemo(ctx, h, cfg, log); err != nil {
+		stopDemo, err := startDemo(ctx, h, cfg, log)
+		if err != nil {
 			log.Error("cannot start demo devices", "err", err)
+		} else {
+			defer stopDemo()
 		}
 	}
 	mctx, stopLimit := context.WithCancel(ctx)
@@ -124,9 +128,10 @@ func newLogger(cfg server.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func startDemo(ctx context.Context, h *server.Hub, cfg server.Config, log *slog.Logger) error {
-	if err := h.StartDemo(ctx, cfg.Demo); err != nil {
-		return err
+func startDemo(ctx context.Context, h *server.Hub, cfg server.Config, log *slog.Logger) (stop func(), err error) {
+	stop, err = demo.Start(ctx, h, cfg.Demo, log)
+	if err != nil {
+		return nil, err
 	}
 	tok := "$(cat " + filepath.Join(cfg.DataDir, server.TokenFile) + ")"
 	if cfg.APIToken != "" {
@@ -134,7 +139,7 @@ func startDemo(ctx context.Context, h *server.Hub, cfg server.Config, log *slog.
 	}
 	log.Info("demo devices are connecting; list them with",
 		"command", fmt.Sprintf("curl -H \"Authorization: Bearer %s\" %s/api/devices", tok, h.URL()))
-	return nil
+	return stop, nil
 }
 
 // logStartup says where the dashboard is and which outside services the
