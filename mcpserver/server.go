@@ -31,7 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/api"
+	"github.com/xiaozhi-hub/hub/internal/httperr"
 	"github.com/xiaozhi-hub/hub/catalog"
 	"github.com/xiaozhi-hub/hub/registry"
 )
@@ -169,7 +169,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if n >= s.opts.MaxSessions {
 			s.openMu.Unlock()
 			w.Header().Set("Retry-After", "60")
-			api.WriteError(w, hub.Errorf(hub.ETOOMANY, "%d MCP sessions are already open, the most the hub allows (setting mcp-max-sessions); "+
+			httperr.Write(w, slog.Default(), hub.Errorf(hub.ETOOMANY, "%d MCP sessions are already open, the most the hub allows (setting mcp-max-sessions); "+
 				"close one (DELETE /mcp with its Mcp-Session-Id) or wait for idle ones to expire (mcp-session-timeout, %v)", n, s.opts.SessionTimeout))
 			return
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/internal/httperr"
 	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -134,11 +135,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := s.opts.Authorize(r, id); err != nil {
 			s.m.Handshake("unauthorized")
 			s.log.Warn("device refused", "device", id.DeviceID, "remote", r.RemoteAddr, "reason", hub.ErrorMessage(err))
-			status := http.StatusUnauthorized
-			if hub.ErrorCode(err) == hub.EINTERNAL {
-				status = http.StatusInternalServerError
-			}
-			httpError(w, status, err)
+			// 401 for a refusal, 503 when a cluster's shared state does
+			// not answer (the device retries), 500 for the hub's own fault.
+			httpError(w, httperr.Status(hub.ErrorCode(err)), err)
 			return
 		}
 	}
