@@ -181,6 +181,16 @@ func TestConcurrentRegistrationsKeepTheCap(t *testing.T) {
 	if len(clients) > oauth.MaxClients {
 		t.Fatalf("the store keeps %d clients; want at most %d", len(clients), oauth.MaxClients)
 	}
+	t.Logf("after 400 concurrent registrations: %d clients in memory, %d in the store", len(a.svc.Clients()), len(clients))
+	kept := map[string]bool{}
+	for _, c := range a.svc.Clients() {
+		kept[c.ID] = true
+	}
+	for _, c := range clients {
+		if !kept[c.ID] {
+			t.Fatalf("the store keeps client %s, which the hub evicted", c.ID)
+		}
+	}
 	if !a.svc.AccessToken(context.Background(), tok["access_token"].(string)) {
 		t.Fatal("the flood pushed out the approved client")
 	}

@@ -215,17 +215,19 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
-// oldestUnapproved is the client registered longest ago that has no grant
-// and no authorization waiting, or "". Callers hold mu.
+// oldestUnapproved is the client registered longest ago that has no grant,
+// no authorization waiting or decided and no code to exchange, or "".
+// Callers hold mu.
 func (s *Service) oldestUnapproved() string {
 	busy := map[string]bool{}
 	for _, g := range s.grants {
 		busy[g.ClientID] = true
 	}
 	for _, r := range s.requests {
-		if r.decided == "" {
-			busy[r.ClientID] = true
-		}
+		busy[r.ClientID] = true
+	}
+	for _, c := range s.codes {
+		busy[c.clientID] = true
 	}
 	var victim *hub.OAuthClient
 	for _, c := range s.clients {
