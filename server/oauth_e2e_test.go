@@ -314,7 +314,7 @@ func TestMCPOAuthCanBeTurnedOff(t *testing.T) {
 // A refresh token replaced on one node of a cluster and presented again
 // on another revokes the grant on every node: the replaced tokens travel
 // with the shared grant.
-func TestClusterRevokesAGrantWhenAReplacedRefreshTokenComesBack(t *testing.T) {
+func TestClusterRevokesAnOAuthGrantWhenAReplacedRefreshTokenComesBack(t *testing.T) {
 	nodes := startCluster(t, 2)
 	tok := oauthTokens(t, nodes[0].testHub)
 	stolen, client := tok["refresh_token"].(string), tok["client_id"].(string)
@@ -340,7 +340,7 @@ func TestClusterRevokesAGrantWhenAReplacedRefreshTokenComesBack(t *testing.T) {
 // hub sees it behind a trusted proxy: one address's flood makes way among
 // its own requests and leaves another address's request alone, even one
 // whose consent page is not open yet.
-func TestAuthorizationFloodBehindATrustedProxy(t *testing.T) {
+func TestOAuthAuthorizationFloodBehindATrustedProxy(t *testing.T) {
 	h := startHub(t, "", func(c *server.Config) { c.TrustedProxies = []string{"127.0.0.1"} })
 	base := h.URL()
 	register := func() string {
