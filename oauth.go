@@ -28,4 +28,8 @@ type OAuthGrant struct {
 	RefreshHash    []byte
 	RefreshExpires time.Time
 	LastUsed       time.Time // the last /mcp request with its access token (written at most every few minutes)
+	// Rotated are the SHA-256 hashes of the refresh tokens this grant
+	// issued before its current one, newest last (a bounded number): one
+	// presented again means the grant's tokens leaked, and the grant ends.
+	Rotated [][]byte `json:",omitempty"`
 }

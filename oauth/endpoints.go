@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -158,30 +159,46 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) {
 		secret, h = newSecret("xzh_cs_")
 		c.SecretHash = h[:]
 	}
+	// The cap is checked, an unapproved client evicted and the new one
+	// added in one hold of mu: concurrent registrations cannot all see room.
 	s.mu.Lock()
+	var victim string
 	if len(s.clients) >= MaxClients {
-		victim := s.oldestUnapproved()
-		if victim == "" {
+		if victim = s.oldestUnapproved(); victim == "" {
 			s.mu.Unlock()
 			oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable",
 				fmt.Sprintf("the hub already has %d approved MCP clients; revoke one in the dashboard first", MaxClients))
 			return
 		}
 		s.dropClient(victim)
-		s.mu.Unlock()
-		if err := s.store.DeleteOAuthClient(r.Context(), victim); err != nil {
-			s.log.Warn("could not forget an evicted OAuth client", "client", victim, "err", err)
-		}
-		s.mu.Lock()
 	}
 	s.clients[c.ID] = &c
 	s.mu.Unlock()
+	if victim != "" {
+		if err := s.store.DeleteOAuthClient(r.Context(), victim); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+			s.log.Warn("could not forget an evicted OAuth client", "client", victim, "err", err)
+		}
+	}
 	if err := s.store.SaveOAuthClient(r.Context(), c); err != nil {
 		s.mu.Lock()
 		delete(s.clients, c.ID)
 		s.mu.Unlock()
 		s.log.Error("could not store an OAuth client", "err", err)
 		oauthError(w, http.StatusInternalServerError, "server_error", "the hub could not store the registration; try again")
+		return
+	}
+	// Under a flood of registrations, this one may have been evicted while
+	// it was being stored (its eviction's removal from the store may have
+	// come first): the store must not keep what memory dropped.
+	s.mu.Lock()
+	evicted := s.clients[c.ID] == nil
+	s.mu.Unlock()
+	if evicted {
+		if err := s.store.DeleteOAuthClient(r.Context(), c.ID); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+			s.log.Warn("could not forget an evicted OAuth client", "client", c.ID, "err", err)
+		}
+		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable",
+			fmt.Sprintf("a flood of registrations pushed this one out at once (the hub keeps %d clients); try again", MaxClients))
 		return
 	}
 	s.log.Info("MCP client registered", "client", c.ID, "name", c.Name, "from", c.Address)
@@ -198,17 +215,19 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
-// oldestUnapproved is the client registered longest ago that has no grant
-// and no authorization waiting, or "". Callers hold mu.
+// oldestUnapproved is the client registered longest ago that has no grant,
+// no authorization waiting or decided and no code to exchange, or "".
+// Callers hold mu.
 func (s *Service) oldestUnapproved() string {
 	busy := map[string]bool{}
 	for _, g := range s.grants {
 		busy[g.ClientID] = true
 	}
 	for _, r := range s.requests {
-		if r.decided == "" {
-			busy[r.ClientID] = true
-		}
+		busy[r.ClientID] = true
+	}
+	for _, c := range s.codes {
+		busy[c.clientID] = true
 	}
 	var victim *hub.OAuthClient
 	for _, c := range s.clients {
@@ -272,22 +291,83 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	req := &request{ID: newID("xzh_req_"), ClientID: c.ID, RedirectURI: redirect, State: state,
-		Challenge: q.Get("code_challenge"), Resource: resource, Created: now, Address: host(r.RemoteAddr)}
+		Challenge: q.Get("code_challenge"), Resource: resource, Created: now, Address: host(r.RemoteAddr), key: addressKey(r.RemoteAddr)}
 	s.mu.Lock()
 	s.expire(now)
-	if len(s.requests) >= MaxPending {
-		var oldest *request
-		for _, o := range s.requests {
-			if oldest == nil || o.Created.Before(oldest.Created) {
-				oldest = o
-			}
-		}
-		delete(s.requests, oldest.ID)
+	wait, full := s.makeRoom(req.key, now)
+	if full != "" {
+		s.mu.Unlock()
+		s.log.Debug("MCP authorization refused: too many waiting", "client", c.ID, "from", req.Address)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		page(w, http.StatusTooManyRequests, "Too many authorizations waiting", full)
+		return
 	}
 	s.requests[req.ID] = req
 	s.mu.Unlock()
 	s.log.Info("MCP client asks for authorization", "client", c.ID, "name", c.Name, "from", req.Address)
 	http.Redirect(w, r, s.baseURL(r)+"/oauth/consent#"+req.ID, http.StatusFound)
+}
+
+// makeRoom makes room for one more authorization from the address key:
+// at most MaxPendingPerAddress waiting from one address, MaxPending in
+// all. Only requests nobody has opened the consent page of, from the same
+// address, make way (oldest first): a flood from elsewhere never pushes
+// out a person's request, and one an address's person is looking at is
+// never pushed out at all. When no request may make way, it returns why,
+// for the person, and how long until the oldest in the way expires.
+// Callers hold mu (and have expired the old requests).
+func (s *Service) makeRoom(key string, now time.Time) (time.Duration, string) {
+	for {
+		var mine int
+		var victim, oldest *request
+		for _, o := range s.requests {
+			if o.key != key || o.decided != "" {
+				continue
+			}
+			mine++
+			if oldest == nil || o.Created.Before(oldest.Created) {
+				oldest = o
+			}
+			if !o.seen && (victim == nil || o.Created.Before(victim.Created)) {
+				victim = o
+			}
+		}
+		perAddress := mine >= MaxPendingPerAddress
+		if !perAddress && len(s.requests) < MaxPending {
+			return 0, ""
+		}
+		if victim != nil {
+			delete(s.requests, victim.ID)
+			continue
+		}
+		if perAddress {
+			return oldest.Created.Add(RequestTTL).Sub(now), fmt.Sprintf("%d authorizations from your address are already waiting for a decision on "+
+				"their consent pages. Decide or close those (they expire %s after they were asked for), then start again from the MCP client.",
+				MaxPendingPerAddress, RequestTTL)
+		}
+		first := now
+		for _, o := range s.requests {
+			if o.Created.Before(first) {
+				first = o.Created
+			}
+		}
+		return first.Add(RequestTTL).Sub(now), fmt.Sprintf("The hub already has %d authorizations waiting for a decision, the most it keeps. "+
+			"Ask the hub's admin to decide the waiting ones in the dashboard, or try again in a few minutes (they expire %s after they were asked for).",
+			MaxPending, RequestTTL)
+	}
+}
+
+// addressKey is the address a request's limits are counted under: the
+// client's IPv4 address, or the /64 network of an IPv6 one (one host has
+// a whole /64). RemoteAddr is already the client's behind a trusted proxy
+// (the trusted-proxies setting).
+func addressKey(remote string) string {
+	h := host(remote)
+	ip := net.ParseIP(h)
+	if ip == nil || ip.To4() != nil {
+		return h
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // sameResource compares resource indicators, ignoring a trailing slash and
@@ -312,6 +392,7 @@ func (s *Service) requestState(w http.ResponseWriter, r *http.Request) {
 	var v Pending
 	var decided, next string
 	if req != nil {
+		req.seen = true // a person has the consent page open: never pushed out
 		v, decided, next = s.view(req), req.decided, req.redirect
 	}
 	s.mu.Unlock()
@@ -466,6 +547,12 @@ func (s *Service) refreshGrant(w http.ResponseWriter, r *http.Request, c *hub.OA
 	now := s.now()
 	s.mu.Lock()
 	g := s.refresh[h]
+	if g == nil {
+		if rg := s.grants[s.rotated[h]]; rg != nil && rg.ClientID == c.ID {
+			s.replayed(w, r, rg)
+			return
+		}
+	}
 	if g == nil || g.ClientID != c.ID || !now.Before(g.RefreshExpires) {
 		s.mu.Unlock()
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token is unknown, used, revoked or expired: authorize again")
@@ -473,6 +560,10 @@ func (s *Service) refreshGrant(w http.ResponseWriter, r *http.Request, c *hub.OA
 	}
 	s.unindex(g)
 	ng := *g
+	ng.Rotated = append(slices.Clone(g.Rotated), g.RefreshHash)
+	if n := len(ng.Rotated) - MaxRotated; n > 0 {
+		ng.Rotated = ng.Rotated[n:]
+	}
 	access, refresh := s.mint(&ng, now)
 	s.index(&ng)
 	saved := ng
@@ -483,6 +574,22 @@ func (s *Service) refreshGrant(w http.ResponseWriter, r *http.Request, c *hub.OA
 		return
 	}
 	writeTokens(w, access, refresh)
+}
+
+// replayed answers a refresh with a token g already replaced: two parties
+// hold g's refresh tokens, the client and someone who copied one, and the
+// hub cannot tell which is which, so g ends, its current access and
+// refresh tokens with it (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2); the person
+// authorizes the client again. Callers hold mu; it is released.
+func (s *Service) replayed(w http.ResponseWriter, r *http.Request, g *hub.OAuthGrant) {
+	s.unindex(g)
+	s.mu.Unlock()
+	s.log.Warn("a replaced OAuth refresh token was presented again: its grant is revoked", "client", g.ClientID, "grant", g.ID, "from", host(r.RemoteAddr))
+	if err := s.store.DeleteOAuthGrant(r.Context(), g.ID); err != nil {
+		s.log.Error("could not forget a revoked OAuth grant", "client", g.ClientID, "err", err)
+	}
+	oauthError(w, http.StatusBadRequest, "invalid_grant", "this refresh token was already used and replaced by a newer one; "+
+		"a used token presented again means the tokens may have leaked, so the hub revoked this authorization with all its tokens: authorize again")
 }
 
 // mint gives g a new access and refresh token; the old ones stop working

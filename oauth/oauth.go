@@ -14,9 +14,11 @@
 //     the admin, revoking a client with all its tokens.
 //
 // Every input is bounded: at most 100 clients (unapproved ones are evicted
-// first), 64 authorizations waiting, 10 grants per client; codes live 60 s
-// and are used once. The admin's bearer token stays valid at /mcp for
-// scripts.
+// first), 64 authorizations waiting, 8 of them from one address (only
+// unopened ones from the same address make way; beyond that a new one is
+// refused), 10 grants per client; codes live 60 s and are used once. A
+// refresh token presented after it was rotated revokes its grant (OAuth
+// 2.1 §4.3.1). The admin's bearer token stays valid at /mcp for scripts.
 package oauth
 
 import (
@@ -45,14 +47,19 @@ type Store interface {
 
 // Limits and lifetimes.
 const (
-	MaxClients         = 100
-	MaxPending         = 64
-	MaxGrantsPerClient = 10
-	AccessTTL          = time.Hour
-	RefreshTTL         = 30 * 24 * time.Hour
-	RequestTTL         = 10 * time.Minute
-	CodeTTL            = time.Minute
-	lastUsedEvery      = 5 * time.Minute
+	MaxClients           = 100
+	MaxPending           = 64
+	MaxPendingPerAddress = 8
+	MaxGrantsPerClient   = 10
+	// MaxRotated is how many of a grant's replaced refresh tokens are
+	// remembered (as hashes) to notice one presented again: more than a
+	// day of hourly refreshes.
+	MaxRotated    = 32
+	AccessTTL     = time.Hour
+	RefreshTTL    = 30 * 24 * time.Hour
+	RequestTTL    = 10 * time.Minute
+	CodeTTL       = time.Minute
+	lastUsedEvery = 5 * time.Minute
 )
 
 // Scope is the one scope the hub grants: its MCP server.
@@ -80,6 +87,7 @@ type Service struct {
 	grants   map[string]*hub.OAuthGrant
 	access   map[[32]byte]*hub.OAuthGrant
 	refresh  map[[32]byte]*hub.OAuthGrant
+	rotated  map[[32]byte]string  // a replaced refresh token's hash → its grant's id
 	saved    map[string]time.Time // grant id → LastUsed last written
 	requests map[string]*request  // authorizations waiting or decided, by id
 	codes    map[[32]byte]*code
@@ -95,6 +103,8 @@ type request struct {
 	Resource    string
 	Created     time.Time
 	Address     string
+	key         string // the address its limit is counted under (addressKey)
+	seen        bool   // the consent page has fetched it: a person may be looking at it
 	decided     string // "" waiting, "approved", "denied"
 	redirect    string // where the client's browser goes once decided
 }
@@ -116,7 +126,7 @@ func New(ctx context.Context, st Store, opts Options) (*Service, error) {
 	s := &Service{
 		store: st, base: trimSlash(opts.PublicURL), log: opts.Logger, now: opts.Now,
 		clients: map[string]*hub.OAuthClient{}, grants: map[string]*hub.OAuthGrant{},
-		access: map[[32]byte]*hub.OAuthGrant{}, refresh: map[[32]byte]*hub.OAuthGrant{},
+		access: map[[32]byte]*hub.OAuthGrant{}, refresh: map[[32]byte]*hub.OAuthGrant{}, rotated: map[[32]byte]string{},
 		saved: map[string]time.Time{}, requests: map[string]*request{}, codes: map[[32]byte]*code{},
 	}
 	clients, grants, err := st.LoadOAuth(ctx)
@@ -137,6 +147,11 @@ func (s *Service) index(g *hub.OAuthGrant) {
 	s.access[[32]byte(g.AccessHash)] = g
 	s.refresh[[32]byte(g.RefreshHash)] = g
 	s.saved[g.ID] = g.LastUsed
+	for _, h := range g.Rotated {
+		if len(h) == sha256.Size {
+			s.rotated[[32]byte(h)] = g.ID
+		}
+	}
 }
 
 func (s *Service) unindex(g *hub.OAuthGrant) {
@@ -144,6 +159,11 @@ func (s *Service) unindex(g *hub.OAuthGrant) {
 	delete(s.access, [32]byte(g.AccessHash))
 	delete(s.refresh, [32]byte(g.RefreshHash))
 	delete(s.saved, g.ID)
+	for _, h := range g.Rotated {
+		if len(h) == sha256.Size && s.rotated[[32]byte(h)] == g.ID {
+			delete(s.rotated, [32]byte(h))
+		}
+	}
 }
 
 // AccessToken reports whether token is a live access token (for /mcp),

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -307,5 +308,77 @@ func TestMCPOAuthCanBeTurnedOff(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 401 || strings.Contains(res.Header.Get("WWW-Authenticate"), "resource_metadata") {
 		t.Fatalf("/mcp with mcp-oauth off = %d %q", res.StatusCode, res.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// A refresh token replaced on one node of a cluster and presented again
+// on another revokes the grant on every node: the replaced tokens travel
+// with the shared grant.
+func TestClusterRevokesAnOAuthGrantWhenAReplacedRefreshTokenComesBack(t *testing.T) {
+	nodes := startCluster(t, 2)
+	tok := oauthTokens(t, nodes[0].testHub)
+	stolen, client := tok["refresh_token"].(string), tok["client_id"].(string)
+	fresh := tokenRequest(t, nodes[0].URL(), url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {stolen}})
+	access, _ := fresh["access_token"].(string)
+	if access == "" {
+		t.Fatalf("refresh on hub-1 = %v", fresh)
+	}
+	waitFor(t, "the refreshed token on hub-2", func() bool { return mcpInitialize(t, nodes[1].URL(), access) == 200 })
+	replay := tokenRequest(t, nodes[1].URL(), url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {stolen}})
+	if replay["error"] != "invalid_grant" || !strings.Contains(fmt.Sprint(replay["error_description"]), "already used") {
+		t.Fatalf("replaying the replaced refresh token on hub-2 = %v; want invalid_grant saying the grant was revoked", replay)
+	}
+	for _, c := range nodes {
+		waitFor(t, "the revocation on "+c.name, func() bool { return mcpInitialize(t, c.URL(), access) == 401 })
+	}
+	if again := tokenRequest(t, nodes[0].URL(), url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {fresh["refresh_token"].(string)}}); again["error"] != "invalid_grant" {
+		t.Fatalf("the grant's current refresh token still works on hub-1: %v", again)
+	}
+}
+
+// The waiting room of authorizations counts the client's address as the
+// hub sees it behind a trusted proxy: one address's flood makes way among
+// its own requests and leaves another address's request alone, even one
+// whose consent page is not open yet.
+func TestOAuthAuthorizationFloodBehindATrustedProxy(t *testing.T) {
+	h := startHub(t, "", func(c *server.Config) { c.TrustedProxies = []string{"127.0.0.1"} })
+	base := h.URL()
+	register := func() string {
+		st, reg := callURL(t, "", "POST", base+"/oauth/register", map[string]any{
+			"client_name": "x", "redirect_uris": []string{"http://127.0.0.1:9/cb"}, "token_endpoint_auth_method": "none"})
+		if st != 201 {
+			t.Fatalf("register = %d %v", st, reg)
+		}
+		return reg["client_id"].(string)
+	}
+	sum := sha256.Sum256([]byte(strings.Repeat("v", 64)))
+	authorize := func(client, forwardedFor string) (int, string) {
+		req, _ := http.NewRequest("GET", base+"/oauth/authorize?"+url.Values{"client_id": {client}, "redirect_uri": {"http://127.0.0.1:9/cb"},
+			"response_type": {"code"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}.Encode(), nil)
+		req.Header.Set("X-Forwarded-For", forwardedFor)
+		res, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		_, id, _ := strings.Cut(res.Header.Get("Location"), "/oauth/consent#")
+		return res.StatusCode, id
+	}
+	st, person := authorize(register(), "127.0.0.3")
+	if st != http.StatusFound {
+		t.Fatalf("the person's authorize = %d", st)
+	}
+	flood := register()
+	for i := range 100 {
+		if st, _ := authorize(flood, "127.0.0.2"); st != http.StatusFound {
+			t.Fatalf("flood authorize %d = %d; want its own unopened requests to make way", i, st)
+		}
+	}
+	if st, body := h.call("POST", "/api/oauth/requests/"+person+"/approve", nil); st != 200 {
+		t.Fatalf("approving the person's request after the flood = %d %v", st, body)
+	}
+	_, pending := h.call("GET", "/api/oauth/requests", nil)
+	if reqs, _ := pending["requests"].([]any); len(reqs) != 8 {
+		t.Fatalf("%d requests waiting after the flood; want the flooding address's 8", len(reqs))
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,7 @@ func (s *Store) LoadOAuth(ctx context.Context) ([]hub.OAuthClient, []hub.OAuthGr
 		return nil, nil, fmt.Errorf("load oauth clients: %w", err)
 	}
 	grows, err := s.read.QueryContext(ctx, `SELECT grant_id, client_id, approved, access_hash, access_expires,
-		refresh_hash, refresh_expires, last_used FROM oauth_grants ORDER BY approved`)
+		refresh_hash, refresh_expires, last_used, rotated FROM oauth_grants ORDER BY approved`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load oauth grants: %w", err)
 	}
@@ -45,8 +46,13 @@ func (s *Store) LoadOAuth(ctx context.Context) ([]hub.OAuthClient, []hub.OAuthGr
 	for grows.Next() {
 		var g hub.OAuthGrant
 		var approved, aexp, rexp, used sql.NullInt64
-		if err := grows.Scan(&g.ID, &g.ClientID, &approved, &g.AccessHash, &aexp, &g.RefreshHash, &rexp, &used); err != nil {
+		var rotated []byte
+		if err := grows.Scan(&g.ID, &g.ClientID, &approved, &g.AccessHash, &aexp, &g.RefreshHash, &rexp, &used, &rotated); err != nil {
 			return nil, nil, fmt.Errorf("load oauth grants: %w", err)
+		}
+		for len(rotated) >= sha256.Size {
+			g.Rotated = append(g.Rotated, rotated[:sha256.Size:sha256.Size])
+			rotated = rotated[sha256.Size:]
 		}
 		g.Approved, g.AccessExpires, g.RefreshExpires, g.LastUsed = timeCol(approved), timeCol(aexp), timeCol(rexp), timeCol(used)
 		grants = append(grants, g)
@@ -109,13 +115,20 @@ func (s *Store) SaveOAuthGrant(ctx context.Context, g hub.OAuthGrant) error {
 		}
 		args = append(args, a)
 	}
+	var rotated []byte // the hashes one after another
+	for _, h := range g.Rotated {
+		if len(h) != sha256.Size {
+			return hub.Errorf(hub.EINVALID, "save oauth grant %s: a rotated refresh token hash has %d bytes, not %d", g.ID, len(h), sha256.Size)
+		}
+		rotated = append(rotated, h...)
+	}
 	err := s.write(ctx, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO oauth_grants (grant_id, client_id, approved, access_hash, access_expires,
-				refresh_hash, refresh_expires, last_used) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+				refresh_hash, refresh_expires, last_used, rotated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (grant_id) DO UPDATE SET access_hash = excluded.access_hash,
 				access_expires = excluded.access_expires, refresh_hash = excluded.refresh_hash,
-				refresh_expires = excluded.refresh_expires, last_used = excluded.last_used`,
-			g.ID, g.ClientID, args[0], g.AccessHash, args[1], g.RefreshHash, args[2], args[3])
+				refresh_expires = excluded.refresh_expires, last_used = excluded.last_used, rotated = excluded.rotated`,
+			g.ID, g.ClientID, args[0], g.AccessHash, args[1], g.RefreshHash, args[2], args[3], rotated)
 		return err
 	})
 	if err != nil {
