@@ -143,6 +143,12 @@ func New(ctx context.Context, st Store, opts Options) (*Service, error) {
 }
 
 func (s *Service) index(g *hub.OAuthGrant) {
+	if len(g.AccessHash) != sha256.Size || len(g.RefreshHash) != sha256.Size {
+		// A damaged record (the store, or another node's copy): no token
+		// can match it, so it is left out rather than crash the hub.
+		s.log.Warn("oauth: a grant with malformed token hashes is ignored", "grant", g.ID, "client", g.ClientID)
+		return
+	}
 	s.grants[g.ID] = g
 	s.access[[32]byte(g.AccessHash)] = g
 	s.refresh[[32]byte(g.RefreshHash)] = g

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/oauth"
 	"github.com/xiaozhi-hub/hub/store"
 )
@@ -399,5 +400,19 @@ func TestExpiredCodesAndTokens(t *testing.T) {
 	now = now.Add(oauth.RequestTTL)
 	if _, err := svc.Decide(req, true); err == nil {
 		t.Fatal("an expired authorization was approved")
+	}
+}
+
+// A grant whose token hashes are damaged (another node's copy, or the
+// store) is ignored, not a crash, and the hub goes on serving.
+func TestAMalformedGrantIsIgnored(t *testing.T) {
+	a := newServer(t)
+	a.svc.ApplyGrant("g-bad", &hub.OAuthGrant{ID: "g-bad", ClientID: "c", AccessHash: []byte{1, 2, 3}, RefreshHash: nil})
+	if a.svc.AccessToken(context.Background(), "anything") {
+		t.Error("a token matched a malformed grant")
+	}
+	a.svc.ApplyGrant("g-bad", nil) // and it can be removed again
+	if code, _ := a.postJSON("/oauth/register", map[string]any{"client_name": "after", "redirect_uris": []string{"http://127.0.0.1:9/cb"}}); code != 201 {
+		t.Errorf("registration after a malformed grant: %d", code)
 	}
 }
