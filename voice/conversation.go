@@ -20,6 +20,7 @@ type Conversation struct {
 	language string
 	down     protocol.AudioParams
 	out      Output
+	opened   time.Time // downlink timestamps count from it
 
 	// in carries the device's messages and audio in the order they came:
 	// a listen stop must not overtake the last frames of the utterance.
@@ -48,7 +49,7 @@ const (
 )
 
 func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
-	return &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out,
+	return &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out, opened: time.Now(),
 		in: make(chan event, 64), done: make(chan struct{})}
 }
 
