@@ -3,8 +3,7 @@
 // speech recognition, the agent's answer streamed sentence by sentence
 // into speech synthesis, and Opus frames out, paced in real time, with the
 // messages the firmware expects around them (stt, llm, tts start,
-// sentence_start, tts stop). docs/protocol.md §7 and
-// ../shared/docs/voice-and-mqtt.md §1.
+// sentence_start, tts stop). docs/protocol.md §5.2, §6 and §7.
 //
 // It is transport-blind: the device session hands it messages and frames
 // and gives it an Output to answer through. Providers (recognition,
