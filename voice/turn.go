@@ -138,7 +138,7 @@ func (c *Conversation) startTurn(ctx context.Context, rec Recognition) *turn {
 			if ctx.Err() == nil {
 				c.e.log.Warn("speech recognition failed", "device", c.deviceID, "err", err)
 				c.write(ctx, sttMessage(""))
-				c.speakText(ctx, t, failed(c.language, "recognition", err))
+				c.speakText(ctx, t, failed(c.says, "recognition", err))
 			}
 			return
 		}
@@ -181,7 +181,7 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 		}
 		if err != nil && ctx.Err() == nil {
 			answerErr = err
-			emit(failed(c.language, "answer", err))
+			emit(failed(c.says, "answer", err))
 		}
 	}()
 	d := c.newDownlink(t)
@@ -203,7 +203,7 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 		if err := c.speak(ctx, t, d, s); err != nil && ctx.Err() == nil {
 			t.fail("speech_failed", err)
 			c.e.log.Warn("speech synthesis failed", "device", c.deviceID, "err", err)
-			c.write(ctx, sentenceMessage(failed(c.language, "speech", err)))
+			c.write(ctx, sentenceMessage(failed(c.says, "speech", err)))
 		}
 	}
 	if answerErr != nil {
