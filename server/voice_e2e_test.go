@@ -133,7 +133,7 @@ func TestVoiceSpeaksTheDevicesLanguage(t *testing.T) {
 	const enOTA, enHello, zhOTA, unknown = "aa:00:00:00:5e:11", "aa:00:00:00:5e:12", "aa:00:00:00:5e:13", "aa:00:00:00:5e:14"
 	for id, lang := range map[string]string{enOTA: "en-US", zhOTA: "zh-CN"} {
 		h.rawDevice(id).CloseNow() // known to the hub: it has connected before
-		info := strings.Replace(systemInfo, `"language":"zh-CN"`, `"language":"`+lang+`"`, 1)
+		info := `{"version":2,"language":"` + lang + `","mac_address":"` + id + `","chip_model_name":"esp32s3","application":{"version":"2.4.2"}}`
 		if r := h.otaRequest("POST", "/xiaozhi/ota/", id, map[string]string{"Client-Id": "raw-" + id, "Accept-Language": lang}, info); r.StatusCode != 200 {
 			t.Fatalf("OTA check: %d %s", r.StatusCode, r.body)
 		}
