@@ -26,7 +26,8 @@ type Conversation struct {
 	says   string
 	down   protocol.AudioParams
 	out    Output
-	opened time.Time // downlink timestamps count from it
+	opened time.Time     // downlink timestamps count from it
+	nextTs atomic.Uint32 // the least timestamp the next answer's first frame may carry
 
 	// in carries the device's messages and audio in the order they came:
 	// a listen stop must not overtake the last frames of the utterance.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/xiaozhi-hub/hub/opus"
 )
@@ -219,4 +220,53 @@ func stateOf(msg string) string {
 	var v struct{ State string }
 	_ = json.Unmarshal([]byte(msg), &v)
 	return v.State
+}
+
+// The timestamps of a conversation never go back: an answer cut short by
+// the button (its audio went out ahead of time) is followed by one whose
+// frames come after all of its frames.
+func TestDownlinkTimestampsIncreaseAcrossAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: &voiceSynth{}, Brain: threeSentences{}})
+		defer e.Close()
+		out := newPackets()
+		c := e.Open("aa:00:00:00:00:44", "en", down, out)
+		defer c.Close()
+		turn := func(abortAfter int) {
+			c.Listen("start", "manual", "")
+			c.Audio(opusFrame(t, 500), 0)
+			synctest.Wait()
+			c.Listen("stop", "", "")
+			for abortAfter > 0 {
+				n := 0
+				for _, p := range out.all() {
+					if p.opus != nil {
+						n++
+					}
+				}
+				if n >= abortAfter {
+					c.Abort()
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			<-out.stopped
+		}
+		turn(8) // 480 ms of audio sent, some ahead of time, then the button
+		first := len(out.all())
+		out.mu.Lock()
+		out.stopped = make(chan struct{})
+		out.mu.Unlock()
+		turn(0)
+		var last uint32
+		for i, p := range out.all() {
+			if p.opus == nil {
+				continue
+			}
+			if p.ts <= last {
+				t.Fatalf("packet %d (%s answer) has timestamp %d after %d", i, map[bool]string{true: "first", false: "second"}[i < first], p.ts, last)
+			}
+			last = p.ts
+		}
+	})
 }

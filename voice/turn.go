@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -237,7 +238,9 @@ type downlink struct {
 }
 
 func (c *Conversation) newDownlink(t *turn) *downlink {
-	return &downlink{p: newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay), c.opened)}
+	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay), c.opened)
+	p.next = &c.nextTs
+	return &downlink{p: p}
 }
 
 // speak synthesises text and sends it as paced Opus frames.
@@ -311,6 +314,10 @@ type pacer struct {
 	start     time.Time     // when the first frame went
 	sent      time.Duration // audio sent so far
 	base      uint32        // the first frame's timestamp
+	// next, when set, is the conversation's: an answer cut short (audio
+	// goes out ahead of time) is followed by one whose timestamps still
+	// come after its last.
+	next *atomic.Uint32
 }
 
 func newPacer(down protocol.AudioParams, lead time.Duration, notBefore, epoch time.Time) *pacer {
@@ -332,8 +339,14 @@ func (p *pacer) wait(ctx context.Context) (uint32, error) {
 			p.start = p.notBefore
 		}
 		p.base = uint32(max(1, p.start.Sub(p.epoch).Milliseconds()))
+		if p.next != nil {
+			p.base = max(p.base, p.next.Load())
+		}
 	}
 	ts := p.base + uint32(p.sent.Milliseconds())
+	if p.next != nil {
+		p.next.Store(ts + uint32(p.frame.Milliseconds()))
+	}
 	ahead := p.sent - now.Sub(p.start)
 	p.sent += p.frame
 	wait := ahead - p.lead
