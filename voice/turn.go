@@ -231,7 +231,7 @@ func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
 // resets its decoder at tts start only (not at sentence_start), so a
 // fresh encoder for each sentence would meet a decoder that goes on from
 // the previous sentence: a click, up to full scale, at every sentence
-// boundary (docs/protocol.md §7).
+// boundary (docs/protocol.md §7.2).
 type downlink struct {
 	p   *pacer
 	enc Encoder // made by the first sentence spoken
@@ -330,7 +330,7 @@ func newPacer(down protocol.AudioParams, lead time.Duration, notBefore, epoch ti
 // firmware built with server echo cancellation hands the timestamp of the
 // frame it is playing back with its microphone's next frame, and ignores
 // a timestamp of 0, so it is never 0 and never repeats within a
-// conversation (docs/protocol.md §7).
+// conversation (docs/protocol.md §7.4).
 func (p *pacer) wait(ctx context.Context) (uint32, error) {
 	now := time.Now()
 	if p.start.IsZero() {
