@@ -1,6 +1,6 @@
 // Package opus is the hub's Opus codec: the pure-Go github.com/thesyncim/gopus
-// (interchangeable with libopus in both directions, measured in
-// ../shared/docs/voice-and-mqtt.md §2), mono, at the rates and frame
+// (interchangeable with libopus in both directions: libopus_test.go, run
+// with -tags libopus), mono, at the rates and frame
 // durations the device protocol uses. Decoding hostile input returns an
 // error and never takes the process down.
 package opus

@@ -27,6 +27,24 @@ type ClientHello struct {
 	MCP         bool
 	Transport   string
 	AudioParams *AudioParams
+	// Language is the hello's "language" (a language tag such as "en-US":
+	// the browser test device sends it; the firmware sends its language
+	// at the OTA check instead), "" when absent or not a short tag.
+	Language string
+}
+
+// languageTag returns s when it looks like a language tag ("zh", "en-US",
+// "zh_CN"): at most 16 letters, digits, '-' or '_'; else "".
+func languageTag(s string) string {
+	if len(s) > 16 {
+		return ""
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return ""
+		}
+	}
+	return s
 }
 
 // DecodeClientHello reads a hello frame leniently: only the members the hub
@@ -46,6 +64,11 @@ func DecodeClientHello(raw []byte) (ClientHello, error) {
 	}
 	if v, ok := fields["transport"]; ok {
 		_ = json.Unmarshal(v, &h.Transport)
+	}
+	if v, ok := fields["language"]; ok {
+		var lang string
+		_ = json.Unmarshal(v, &lang) // not a string: no language, as for transport
+		h.Language = languageTag(lang)
 	}
 	if v, ok := fields["features"]; ok && string(v) != "null" {
 		var feats map[string]json.RawMessage
@@ -82,14 +105,14 @@ func (m Message) Hello() (ClientHello, error) {
 }
 
 var (
-	helloKeys   = []string{"version", "transport", "features", "audio_params"}
+	helloKeys   = []string{"version", "transport", "features", "audio_params", "language"}
 	featureKeys = []string{"mcp"}
 )
 
 // helloFast is DecodeClientHello for a well-formed hello in raw, which is
 // known to be valid JSON.
 func helloFast(raw []byte) (ClientHello, bool) {
-	var vals [4][]byte
+	var vals [5][]byte
 	if !jsonscan.ValidMembers(raw, helloKeys, vals[:]) {
 		return ClientHello{}, false
 	}
@@ -103,6 +126,9 @@ func helloFast(raw []byte) (ClientHello, bool) {
 		h.Version = int(f)
 	}
 	h.Transport, _ = jsonscan.String(transport) // not a string: "", as encoding/json leaves it
+	if lang, ok := jsonscan.String(vals[4]); ok {
+		h.Language = languageTag(lang)
+	}
 	if features != nil && string(features) != "null" {
 		var mcp [1][]byte
 		if !jsonscan.ValidMembers(features, featureKeys, mcp[:]) {

@@ -25,6 +25,30 @@ var hellos = []string{
 	`{"type":"hello","audio_params":{"sample_rate":"x"}}`,
 	`{"type":"hello","audio_params":{"Sample_Rate":24000}}`,
 	`{"type":"hello","audio_params":7}`,
+	`{"type":"hello","language":"en-US"}`,
+	`{"type":"hello","language":"en\u002dUS"}`,
+	`{"type":"hello","language":5}`,
+	`{"type":"hello","language":null}`,
+	`{"type":"hello","language":"en US; drop"}`,
+	`{"type":"hello","language":"abcdefghijklmnopq"}`,
+}
+
+// The hello's language (the browser test device sends it) is kept when it
+// is a short language tag, and ignored otherwise.
+func TestHelloLanguage(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"hello","language":"en-US"}`:                  "en-US",
+		`{"type":"hello","language":"zh_CN"}`:                  "zh_CN",
+		`{"type":"hello","language":5}`:                        "",
+		`{"type":"hello","language":"en US; drop"}`:            "",
+		`{"type":"hello","language":"abcdefghijklmnopq"}`:      "",
+		`{"type":"hello","version":1,"transport":"websocket"}`: "",
+	} {
+		h, err := DecodeClientHello([]byte(in))
+		if err != nil || h.Language != want {
+			t.Errorf("%s: language %q, %v; want %q", in, h.Language, err, want)
+		}
+	}
 }
 
 // The hello is decoded once, from the checked frame; the answer is the

@@ -205,6 +205,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		}
 		return ""
 	}
+	vopts.LanguageOf = deviceLanguage(reg, trust)
 	h.voice = voice.New(vopts)
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),

@@ -17,8 +17,10 @@ import (
 	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub/catalog"
 	"github.com/xiaozhi-hub/hub/opus"
+	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/sim"
+	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
 	"github.com/xiaozhi-hub/hub/wav"
 )
 
@@ -269,7 +271,8 @@ func TestTalkOverMQTT(t *testing.T) {
 	}
 	dec, _ := opus.NewDecoder(24000)
 	var samples, frames int
-	audio := make(chan []byte, 64)
+	var stamps []uint32
+	audio := make(chan mqttdevice.Frame, 64)
 	go func() {
 		for {
 			f, err := ch.Recv(ctx)
@@ -277,7 +280,7 @@ func TestTalkOverMQTT(t *testing.T) {
 				close(audio)
 				return
 			}
-			audio <- f.Opus
+			audio <- f
 		}
 	}()
 	var texts []string
@@ -293,13 +296,16 @@ func TestTalkOverMQTT(t *testing.T) {
 		}
 	}
 	for len(audio) > 0 {
-		pcm, err := dec.Decode(<-audio)
+		f := <-audio
+		pcm, err := dec.Decode(f.Opus)
 		if err != nil {
 			t.Fatal(err)
 		}
 		samples += len(pcm)
 		frames++
+		stamps = append(stamps, f.Timestamp)
 	}
+	checkPlayoutTimestamps(t, stamps)
 	got := strings.Join(texts, "\n")
 	if !strings.Contains(got, `{"type":"stt","text":"打开客厅的灯"}`) || !strings.Contains(got, answer) {
 		t.Fatalf("the device received:\n%s", got)
@@ -443,5 +449,74 @@ func TestTalkAutoModeRealSpeech(t *testing.T) {
 	// a little silence at each end), and not the whole second of silence after it.
 	if heard < speechMs*6/10 || heard > speechMs+900 {
 		t.Fatalf("the recognizer got %d ms of audio for %d ms of speech", heard, speechMs)
+	}
+}
+
+// checkPlayoutTimestamps asserts that the downlink frames of one answer
+// carry their play-out times (docs/protocol.md §7.4): never 0 (firmware
+// built with server echo cancellation ignores 0), each 60 ms (a frame)
+// after the previous.
+func checkPlayoutTimestamps(t *testing.T, stamps []uint32) {
+	t.Helper()
+	if len(stamps) == 0 || stamps[0] == 0 {
+		t.Fatalf("downlink timestamps %v: the first is 0", stamps)
+	}
+	for i := 1; i < len(stamps); i++ {
+		if stamps[i] != stamps[i-1]+60 {
+			t.Fatalf("downlink frame %d has timestamp %d after %d, want 60 ms later (all: %v)", i, stamps[i], stamps[i-1], stamps)
+		}
+	}
+}
+
+// Over WebSocket with binary protocol v2 the downlink frames carry their
+// play-out timestamps; v3 has no timestamp field (the firmware takes 0),
+// and its frames are exact.
+func TestDownlinkTimestampsOverWebSocket(t *testing.T) {
+	const lampID = "aa:00:00:00:7a:41"
+	p := newProviders(t, catalog.Name(lampID, "self.lamp.turn_on"))
+	h := talkingHub(t, p, nil)
+	h.device(sim.Config{DeviceID: lampID, Lamp: true})
+	h.readyTools(lampID)
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			c := h.rawDeviceHello(fmt.Sprintf("aa:00:00:00:7a:4%d", version), fmt.Sprintf(`{"type":"hello","version":%d,"features":{"mcp":true},"transport":"websocket","audio_params":{"format":"opus","sample_rate":16000,"channels":1,"frame_duration":60}}`, version))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			send(t, c, `{"session_id":"s","type":"listen","state":"start","mode":"manual"}`)
+			for _, f := range speech(t) {
+				if err := c.Write(ctx, websocket.MessageBinary, protocol.AppendAudioFrame(nil, version, 0, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send(t, c, `{"session_id":"s","type":"listen","state":"stop"}`)
+			dec, _ := opus.NewDecoder(24000)
+			var stamps []uint32
+			for {
+				typ, data, err := c.Read(ctx)
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				if typ == websocket.MessageText {
+					if strings.Contains(string(data), `"state":"stop"`) {
+						break
+					}
+					continue
+				}
+				f, err := protocol.ParseAudioFrame(version, data)
+				if err != nil {
+					t.Fatalf("downlink frame %d: %v", len(stamps), err)
+				}
+				if _, err := dec.Decode(f.Payload); err != nil {
+					t.Fatalf("downlink frame %d does not decode: %v", len(stamps), err)
+				}
+				stamps = append(stamps, f.Timestamp)
+			}
+			if len(stamps) != 17 {
+				t.Fatalf("%d frames, want 17", len(stamps))
+			}
+			if version == 2 {
+				checkPlayoutTimestamps(t, stamps)
+			}
+		})
 	}
 }

@@ -2,12 +2,15 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/opus"
+	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
@@ -137,7 +140,7 @@ func (s dashScopeSynthesizer) Synthesize(ctx context.Context, text, v string) (v
 // voiceOptions builds the voice engine's providers from the settings.
 func voiceOptions(cfg Config) voice.Options {
 	o := voice.Options{Codec: opusCodec{}, NewVAD: func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
-		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice}
+		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice, Language: cfg.ASRLanguage}
 	switch cfg.ASRProvider {
 	case "openai":
 		o.Recognizer = openAIRecognizer{&asr.OpenAI{BaseURL: cfg.ASRBaseURL, APIKey: cfg.ASRAPIKey, Model: cfg.ASRModel, Language: cfg.ASRLanguage}}
@@ -153,4 +156,36 @@ func voiceOptions(cfg Config) voice.Options {
 		o.Synthesizer = dashScopeSynthesizer{&tts.DashScope{URL: cfg.TTSBaseURL, APIKey: cfg.TTSAPIKey, Model: cfg.TTSModel, Voice: cfg.TTSVoice, SampleRate: cfg.TTSSampleRate}}
 	}
 	return o
+}
+
+// deviceLanguage is the language a device reported at its OTA check (its
+// system info's "language", e.g. "en-US": docs/protocol.md §2.1), from
+// the registry, else from its trust record; "" when it never said.
+func deviceLanguage(reg *registry.Registry, trust *ota.Service) func(deviceID string) string {
+	of := func(info json.RawMessage) string {
+		var v struct {
+			Language string `json:"language"`
+		}
+		if json.Unmarshal(info, &v) != nil || len(v.Language) > 16 {
+			return ""
+		}
+		return v.Language
+	}
+	return func(id string) string {
+		if d, err := reg.Device(id); err == nil {
+			if l := of(d.SystemInfo); l != "" {
+				return l
+			}
+		}
+		if trust == nil {
+			return ""
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		t, err := trust.TrustOf(ctx, id)
+		if err != nil {
+			return ""
+		}
+		return of(t.SystemInfo)
+	}
 }

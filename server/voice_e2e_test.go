@@ -2,6 +2,9 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +103,70 @@ func TestNoVoiceConfiguredOverMQTT(t *testing.T) {
 	if st, _ := h.call("POST", "/api/devices/"+id+"/tools/self.light.set/call", map[string]any{"arguments": map[string]any{"on": true}}); st != 200 || !dev.lightOn() {
 		t.Fatalf("after the conversation the MQTT device must stay controllable: %d", st)
 	}
+}
+
+// notConfiguredSentence has a device start listening and returns the
+// sentence the hub shows and says.
+func notConfiguredSentence(t *testing.T, c *websocket.Conn) string {
+	t.Helper()
+	send(t, c, `{"session_id":"x","type":"listen","state":"start","mode":"auto"}`)
+	for range 4 {
+		var m struct{ Type, State, Text string }
+		if err := json.Unmarshal([]byte(readText(t, c)), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.State == "sentence_start" {
+			return m.Text
+		}
+	}
+	t.Fatal("no sentence")
+	return ""
+}
+
+// The hub speaks to a device in the device's language: an en-US device
+// (its OTA check says so, docs/protocol.md §2.1) is told in English what
+// to configure; a device whose hello says en-US (the browser test device
+// on an English page) too; a zh-CN device, and one that never said, in
+// Chinese.
+func TestVoiceSpeaksTheDevicesLanguage(t *testing.T) {
+	h := startHub(t, "", nil)
+	const enOTA, enHello, zhOTA, unknown = "aa:00:00:00:5e:11", "aa:00:00:00:5e:12", "aa:00:00:00:5e:13", "aa:00:00:00:5e:14"
+	for id, lang := range map[string]string{enOTA: "en-US", zhOTA: "zh-CN"} {
+		h.rawDevice(id).CloseNow() // known to the hub: it has connected before
+		info := `{"version":2,"language":"` + lang + `","mac_address":"` + id + `","chip_model_name":"esp32s3","application":{"version":"2.4.2"}}`
+		if r := h.otaRequest("POST", "/xiaozhi/ota/", id, map[string]string{"Client-Id": "raw-" + id, "Accept-Language": lang}, info); r.StatusCode != 200 {
+			t.Fatalf("OTA check: %d %s", r.StatusCode, r.body)
+		}
+	}
+	for id, want := range map[string]string{enOTA: "Voice is not configured", zhOTA: "这个 hub 还没有配置语音", unknown: "这个 hub 还没有配置语音"} {
+		if got := notConfiguredSentence(t, h.rawDevice(id)); !strings.HasPrefix(got, want) {
+			t.Errorf("device %s was told %q, want %q…", id, got, want)
+		}
+	}
+	c := h.rawDeviceHello(enHello, `{"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket","language":"en-US","audio_params":{"format":"opus","sample_rate":16000,"channels":1,"frame_duration":60}}`)
+	if got := notConfiguredSentence(t, c); !strings.HasPrefix(got, "Voice is not configured") {
+		t.Errorf("the device whose hello says en-US was told %q", got)
+	}
+}
+
+// rawDeviceHello connects a raw WebSocket device that says hello (with
+// the Protocol-Version header of the hello's version).
+func (h *testHub) rawDeviceHello(id, hello string) *websocket.Conn {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var v struct{ Version int }
+	_ = json.Unmarshal([]byte(hello), &v)
+	hdr := http.Header{"Device-Id": {id}, "Client-Id": {"raw-" + id}, "Protocol-Version": {strconv.Itoa(max(v.Version, 1))}}
+	c, _, err := websocket.Dial(ctx, h.DeviceURL(), &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		h.t.Fatalf("dial: %v", err)
+	}
+	h.t.Cleanup(func() { c.CloseNow() })
+	c.SetReadLimit(1 << 20)
+	send(h.t, c, hello)
+	if _, data, err := c.Read(ctx); err != nil || !strings.Contains(string(data), `"transport":"websocket"`) {
+		h.t.Fatalf("server hello: %s %v", data, err)
+	}
+	return c
 }

@@ -13,8 +13,9 @@ import (
 // when the conversation or the connection ends. Without them, audio is
 // counted and dropped.
 type Conversations interface {
-	// Open starts a conversation; serverAEC is the hello's features.aec
-	// (firmware that leaves echo cancellation to the server).
+	// Open starts a conversation; language is the hello's ("" when it
+	// has none), serverAEC is the hello's features.aec (firmware that
+	// leaves echo cancellation to the server).
 	Open(deviceID, language string, downlink protocol.AudioParams, serverAEC bool, out ConversationOutput) Conversation
 }
 
@@ -49,7 +50,7 @@ func (s *session) openConversation() {
 // allowed one; nil when there is none.
 func (s *session) conversation() Conversation {
 	if s.conv == nil && s.talking {
-		s.conv = s.srv.opts.Voice.Open(s.id.DeviceID, "", s.srv.opts.DownlinkAudio, serverAEC(s.hello.Features), conversationOutput{s})
+		s.conv = s.srv.opts.Voice.Open(s.id.DeviceID, s.hello.Language, s.srv.opts.DownlinkAudio, serverAEC(s.hello.Features), conversationOutput{s})
 	}
 	return s.conv
 }

@@ -17,9 +17,17 @@ import (
 type Conversation struct {
 	e        *Engine
 	deviceID string
+	// language is the device's (its hello's, else its OTA check's; ""
+	// when unknown): the model gets it, and recognition unless the hub
+	// sets one (Options.Language). Set by run before any turn.
 	language string
-	down     protocol.AudioParams
-	out      Output
+	// says is the language of the hub's own words: language, else the
+	// hub's default, else Chinese. Set by run before any turn.
+	says   string
+	down   protocol.AudioParams
+	out    Output
+	opened time.Time     // downlink timestamps count from it
+	nextTs atomic.Uint32 // the least timestamp the next answer's first frame may carry
 
 	// in carries the device's messages and audio in the order they came:
 	// a listen stop must not overtake the last frames of the utterance.
@@ -48,7 +56,7 @@ const (
 )
 
 func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
-	return &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out,
+	return &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out, opened: time.Now(),
 		in: make(chan event, 64), done: make(chan struct{})}
 }
 
@@ -112,6 +120,13 @@ const gapTimeout = 800 * time.Millisecond
 const preFrames = 5 // 300 ms of 60 ms frames kept from before speech began
 
 func (c *Conversation) run() {
+	if c.language == "" && c.e.opts.LanguageOf != nil {
+		c.language = c.e.opts.LanguageOf(c.deviceID) // off the device's read loop: it may read the store
+	}
+	c.says = c.language
+	if c.says == "" {
+		c.says = c.e.opts.Language
+	}
 	ctx, cancel := context.WithCancel(c.e.ctx)
 	defer cancel()
 	l := &loop{c: c, ctx: ctx, missing: c.e.missing(), silence: time.NewTimer(c.e.opts.Silence), gap: time.NewTimer(time.Hour)}
@@ -179,7 +194,7 @@ func (l *loop) listen(ev event) bool {
 			// conversation, as for any conversation nobody talks in.
 			if !l.answered && l.t == nil {
 				l.answered = true
-				l.t = l.c.say(l.ctx, notConfigured(l.c.language, l.missing), "not_configured", nil)
+				l.t = l.c.say(l.ctx, notConfigured(l.c.says, l.missing), "not_configured", nil)
 			}
 			return false
 		}
@@ -282,12 +297,16 @@ func (l *loop) endUtterance() {
 // and the microphone side stops until the next listen start.
 func (l *loop) startUtterance() bool {
 	c := l.c
-	rec, err := c.e.opts.Recognizer.Start(l.ctx, c.language)
+	hint := c.language
+	if c.e.opts.Language != "" {
+		hint = "" // the hub's setting (asr-language) wins: the provider applies it
+	}
+	rec, err := c.e.opts.Recognizer.Start(l.ctx, hint)
 	if err != nil {
 		c.e.log.Warn("speech recognition unavailable", "device", c.deviceID, "err", err)
 		l.on = false
 		if l.t == nil {
-			l.t = c.say(l.ctx, failed(c.language, "recognition", err), "recognition_failed", err)
+			l.t = c.say(l.ctx, failed(c.says, "recognition", err), "recognition_failed", err)
 		}
 		return false
 	}

@@ -59,10 +59,18 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// notConfigured is what a device shows when a turn cannot be answered in
-// speech, in the device's language (Chinese unless it is English).
+// english reports whether the hub's own words to a device in language
+// are English: Chinese for a Chinese device ("zh", "zh-CN", "zh_TW") and
+// when the language is unknown (the firmware's default), English for any
+// other language (the hub speaks only these two).
+func english(language string) bool {
+	return language != "" && !strings.HasPrefix(strings.ToLower(language), "zh")
+}
+
+// notConfigured is what a device shows and says when a turn cannot be
+// answered in speech, in the device's language.
 func notConfigured(language, what string) string {
-	if strings.HasPrefix(language, "en") {
+	if english(language) {
 		return "Voice is not configured on this hub: set " + what + "."
 	}
 	return "这个 hub 还没有配置语音：请设置 " + what + "。"
@@ -72,10 +80,14 @@ func notConfigured(language, what string) string {
 func failed(language, stage string, err error) string {
 	msg := err.Error()
 	if len(msg) > 160 {
-		msg = msg[:160]
+		cut := 160
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut]
 	}
-	if strings.HasPrefix(language, "en") {
-		return "Sorry, " + stage + " failed: " + msg
+	if english(language) {
+		return "Sorry, " + map[string]string{"recognition": "speech recognition", "answer": "the answer", "speech": "speech synthesis"}[stage] + " failed: " + msg
 	}
 	return "抱歉，" + map[string]string{"recognition": "语音识别", "answer": "回答", "speech": "语音合成"}[stage] + "出错了：" + msg
 }

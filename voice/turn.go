@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -51,8 +52,9 @@ func (t *turn) stop() {
 	}
 }
 
-// audio sends one packet unless the turn was stopped.
-func (t *turn) audio(ctx context.Context, pkt []byte) error {
+// audio sends one packet, stamped with its play-out time, unless the turn
+// was stopped.
+func (t *turn) audio(ctx context.Context, pkt []byte, timestampMs uint32) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
@@ -61,7 +63,7 @@ func (t *turn) audio(ctx context.Context, pkt []byte) error {
 	if t.firstAudio.IsZero() {
 		t.firstAudio = time.Now()
 	}
-	return t.c.out.WriteAudio(ctx, pkt, 0)
+	return t.c.out.WriteAudio(ctx, pkt, timestampMs)
 }
 
 // since is the time from the turn's start, in milliseconds.
@@ -137,7 +139,7 @@ func (c *Conversation) startTurn(ctx context.Context, rec Recognition) *turn {
 			if ctx.Err() == nil {
 				c.e.log.Warn("speech recognition failed", "device", c.deviceID, "err", err)
 				c.write(ctx, sttMessage(""))
-				c.speakText(ctx, t, failed(c.language, "recognition", err))
+				c.speakText(ctx, t, failed(c.says, "recognition", err))
 			}
 			return
 		}
@@ -180,10 +182,10 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 		}
 		if err != nil && ctx.Err() == nil {
 			answerErr = err
-			emit(failed(c.language, "answer", err))
+			emit(failed(c.says, "answer", err))
 		}
 	}()
-	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay))
+	d := c.newDownlink(t)
 	first := true
 	for s := range sentences {
 		if ctx.Err() != nil {
@@ -199,17 +201,17 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 		}
 		t.rec.Answer += s
 		c.write(ctx, sentenceMessage(s))
-		if err := c.speak(ctx, t, p, s); err != nil && ctx.Err() == nil {
+		if err := c.speak(ctx, t, d, s); err != nil && ctx.Err() == nil {
 			t.fail("speech_failed", err)
 			c.e.log.Warn("speech synthesis failed", "device", c.deviceID, "err", err)
-			c.write(ctx, sentenceMessage(failed(c.language, "speech", err)))
+			c.write(ctx, sentenceMessage(failed(c.says, "speech", err)))
 		}
 	}
 	if answerErr != nil {
 		t.fail("answer_failed", answerErr)
 		c.e.log.Warn("answer failed", "device", c.deviceID, "err", answerErr)
 	}
-	p.drain(ctx) // tts stop only once the device has played what it was sent
+	d.p.drain(ctx) // tts stop only once the device has played what it was sent
 }
 
 // speakText speaks one text outside the model's answer (a failure).
@@ -218,14 +220,31 @@ func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
 	t.ttsStart = time.Now()
 	c.write(ctx, llmMessage("sad"))
 	c.write(ctx, sentenceMessage(text))
-	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay))
-	if err := c.speak(ctx, t, p, text); err == nil {
-		p.drain(ctx)
+	d := c.newDownlink(t)
+	if err := c.speak(ctx, t, d, text); err == nil {
+		d.p.drain(ctx)
 	}
 }
 
+// downlink is the audio of one answer, from tts start to tts stop: paced,
+// and encoded by ONE Opus encoder for all its sentences. The firmware
+// resets its decoder at tts start only (not at sentence_start), so a
+// fresh encoder for each sentence would meet a decoder that goes on from
+// the previous sentence: a click, up to full scale, at every sentence
+// boundary (docs/protocol.md §7.2).
+type downlink struct {
+	p   *pacer
+	enc Encoder // made by the first sentence spoken
+}
+
+func (c *Conversation) newDownlink(t *turn) *downlink {
+	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay), c.opened)
+	p.next = &c.nextTs
+	return &downlink{p: p}
+}
+
 // speak synthesises text and sends it as paced Opus frames.
-func (c *Conversation) speak(ctx context.Context, t *turn, p *pacer, text string) error {
+func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text string) error {
 	if c.e.opts.Synthesizer == nil {
 		return nil
 	}
@@ -240,20 +259,22 @@ func (c *Conversation) speak(ctx context.Context, t *turn, p *pacer, text string
 		return err
 	}
 	defer sp.Close()
-	enc, err := c.e.opts.Codec.NewEncoder(c.down.SampleRate, c.down.FrameDuration)
-	if err != nil {
-		return err
+	if d.enc == nil {
+		if d.enc, err = c.e.opts.Codec.NewEncoder(c.down.SampleRate, c.down.FrameDuration); err != nil {
+			return err
+		}
 	}
 	fr := newFramer(sp.SampleRate(), c.down)
 	send := func(pcm []int16) error {
-		pkt, err := enc.Encode(pcm)
+		pkt, err := d.enc.Encode(pcm)
 		if err != nil {
 			return err
 		}
-		if err := p.wait(ctx); err != nil {
+		ts, err := d.p.wait(ctx)
+		if err != nil {
 			return err
 		}
-		return t.audio(ctx, pkt)
+		return t.audio(ctx, pkt, ts)
 	}
 	for {
 		chunk, err := sp.Read(ctx)
@@ -288,23 +309,43 @@ func (c *Conversation) write(ctx context.Context, msg []byte) {
 type pacer struct {
 	frame     time.Duration
 	lead      time.Duration
+	epoch     time.Time     // of the conversation: timestamps count from it
 	notBefore time.Time     // no audio before this (speakingDelay after tts start)
 	start     time.Time     // when the first frame went
 	sent      time.Duration // audio sent so far
+	base      uint32        // the first frame's timestamp
+	// next, when set, is the conversation's: an answer cut short (audio
+	// goes out ahead of time) is followed by one whose timestamps still
+	// come after its last.
+	next *atomic.Uint32
 }
 
-func newPacer(down protocol.AudioParams, lead time.Duration, notBefore time.Time) *pacer {
-	return &pacer{frame: time.Duration(down.FrameDuration) * time.Millisecond, lead: lead, notBefore: notBefore}
+func newPacer(down protocol.AudioParams, lead time.Duration, notBefore, epoch time.Time) *pacer {
+	return &pacer{frame: time.Duration(down.FrameDuration) * time.Millisecond, lead: lead, notBefore: notBefore, epoch: epoch}
 }
 
-// wait blocks until the next frame may go.
-func (p *pacer) wait(ctx context.Context) error {
+// wait blocks until the next frame may go, and returns the frame's
+// timestamp: when the device plays it, in milliseconds from the start of
+// the conversation, one frame duration after the previous frame's. The
+// firmware built with server echo cancellation hands the timestamp of the
+// frame it is playing back with its microphone's next frame, and ignores
+// a timestamp of 0, so it is never 0 and never repeats within a
+// conversation (docs/protocol.md §7.4).
+func (p *pacer) wait(ctx context.Context) (uint32, error) {
 	now := time.Now()
 	if p.start.IsZero() {
 		p.start = now
 		if p.notBefore.After(now) {
 			p.start = p.notBefore
 		}
+		p.base = uint32(max(1, p.start.Sub(p.epoch).Milliseconds()))
+		if p.next != nil {
+			p.base = max(p.base, p.next.Load())
+		}
+	}
+	ts := p.base + uint32(p.sent.Milliseconds())
+	if p.next != nil {
+		p.next.Store(ts + uint32(p.frame.Milliseconds()))
 	}
 	ahead := p.sent - now.Sub(p.start)
 	p.sent += p.frame
@@ -313,15 +354,15 @@ func (p *pacer) wait(ctx context.Context) error {
 		wait = p.start.Sub(now)
 	}
 	if wait <= 0 {
-		return nil
+		return ts, nil
 	}
 	tm := time.NewTimer(wait)
 	defer tm.Stop()
 	select {
 	case <-tm.C:
-		return nil
+		return ts, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 

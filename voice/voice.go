@@ -3,8 +3,7 @@
 // speech recognition, the agent's answer streamed sentence by sentence
 // into speech synthesis, and Opus frames out, paced in real time, with the
 // messages the firmware expects around them (stt, llm, tts start,
-// sentence_start, tts stop). docs/protocol.md §7 and
-// ../shared/docs/voice-and-mqtt.md §1.
+// sentence_start, tts stop). docs/protocol.md §5.2, §6 and §7.
 //
 // It is transport-blind: the device session hands it messages and frames
 // and gives it an Output to answer through. Providers (recognition,
@@ -122,6 +121,15 @@ type Options struct {
 	// Voice is the synthesis voice (per device: VoiceOf).
 	Voice   string
 	VoiceOf func(deviceID string) string
+	// LanguageOf is the language a device reported at its OTA check
+	// ("en-US"), asked once per conversation when its hello said none;
+	// Language the hub's default (the asr-language setting). The hub's
+	// own words (what to configure, what failed) follow the first of the
+	// hello's, LanguageOf, Language; Chinese when none is known.
+	// Recognition is given Language when set (the person who set it chose
+	// it), else the device's.
+	LanguageOf func(deviceID string) string
+	Language   string
 	// Silence ends a conversation with no speech for this long (default
 	// 120 s, as the firmware's own channel timeout).
 	Silence time.Duration
@@ -230,7 +238,8 @@ type OpenOption func(*Conversation)
 func EchoUncancelled() OpenOption { return func(c *Conversation) { c.halfDuplex = true } }
 
 // Open starts the conversation of a device whose hello was just answered,
-// with the downlink audio announced in the server hello.
+// with the downlink audio announced in the server hello; language is the
+// hello's ("" when it said none).
 func (e *Engine) Open(deviceID, language string, downlink protocol.AudioParams, out Output, opts ...OpenOption) *Conversation {
 	c := newConversation(e, deviceID, language, downlink, out)
 	for _, o := range opts {
