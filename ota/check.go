@@ -110,7 +110,7 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 		ans.Activation, admitted = act, act == nil
 	}
 	token := admitted
-	if admitted && !known && !s.inRegistry(c.deviceID) {
+	if admitted && s.isNew(c.deviceID) {
 		// A device new to the hub: each address brings at most
 		// NewDevicesPerAddr an hour. Under PolicyOpen the WebSocket
 		// admits it anyway: it gets its answer, without a token (and so
@@ -119,7 +119,7 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !ok && s.opts.Policy != PolicyOpen:
 			s.opts.OnCheck("rate_limited")
-			s.log.Info("OTA check refused: too many new devices from this address", "device", c.deviceID, "remote", c.remote)
+			s.log.Debug("OTA check refused: too many new devices from this address", "device", c.deviceID, "remote", c.remote)
 			s.refuse(w, r, s.newDeviceRefusal(w, wait))
 			return
 		case !ok:

@@ -60,13 +60,19 @@ func (s *Service) PruneUnused(ctx context.Context) (int, error) {
 	return s.pruneLocked(ctx, true)
 }
 
-// makeRoomFor prunes when the device is new to the hub (no trust record,
-// not registered): its records will need room.
-func (s *Service) makeRoomFor(ctx context.Context, id string) {
+// isNew reports whether the device is new to the hub: it has no trust
+// record and is not registered.
+func (s *Service) isNew(id string) bool {
 	s.mu.RLock()
 	_, known := s.trust[id]
 	s.mu.RUnlock()
-	if !known && !s.inRegistry(id) {
+	return !known && !s.inRegistry(id)
+}
+
+// makeRoomFor prunes when the device is new to the hub: its records will
+// need room.
+func (s *Service) makeRoomFor(ctx context.Context, id string) {
+	if s.isNew(id) {
 		s.pruneUnused(ctx)
 	}
 }
