@@ -168,8 +168,10 @@ func (q *newDeviceQuota) sweepLocked(now time.Time) {
 }
 
 // newDeviceRefusal is the answer to an address over its quota of new
-// devices: 429 with Retry-After (the firmware retries the check with
-// growing delays, so a real device gets through once the quota refills).
+// devices: 429 with Retry-After. The firmware ignores Retry-After but
+// retries the check 10 times, 10 s first and doubling (docs/protocol.md
+// §2.5, about 2.8 h in all), so a real device gets through once the quota
+// refills (by default one every 6 minutes).
 func (s *Service) newDeviceRefusal(w http.ResponseWriter, wait time.Duration) error {
 	secs := int(wait/time.Second) + 1
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
