@@ -113,7 +113,7 @@ func TestHasHistory(t *testing.T) {
 	s := openStore(t, tempDB(t), store.Options{})
 	now := time.Now()
 	done := make(chan error, 1)
-	calls := []hub.CallRecord{{ID: 1, DeviceID: "aa:00:00:00:00:01", Kind: "tool", Tool: "self.light.on", Started: now}}
+	calls := []hub.CallRecord{{ID: 1, DeviceID: "aa:00:00:00:00:01", Kind: "mcp", Tool: "self.light.on", Started: now}}
 	events := []hub.Event{{Type: hub.EventVoiceTurn, DeviceID: "aa:00:00:00:00:02", Time: now},
 		{Type: hub.EventOnline, DeviceID: "aa:00:00:00:00:03", Time: now}}
 	if err := s.Log(calls, events, func(err error) { done <- err }); err != nil {
