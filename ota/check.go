@@ -109,13 +109,34 @@ func (s *Service) serveCheck(w http.ResponseWriter, r *http.Request) {
 		}
 		ans.Activation, admitted = act, act == nil
 	}
-	if admitted {
+	token := admitted
+	if admitted && s.isNew(c.deviceID) {
+		// A device new to the hub: each address brings at most
+		// NewDevicesPerAddr an hour. Under PolicyOpen the WebSocket
+		// admits it anyway: it gets its answer, without a token (and so
+		// without an MQTT login).
+		ok, wait := s.newDevices.admit(limitKey(r), pendingKey(c.deviceID, c.clientID), c.at)
+		switch {
+		case !ok && s.opts.Policy != PolicyOpen:
+			s.opts.OnCheck("rate_limited")
+			s.log.Debug("OTA check refused: too many new devices from this address", "device", c.deviceID, "remote", c.remote)
+			s.refuse(w, r, s.newDeviceRefusal(w, wait))
+			return
+		case !ok:
+			token = false
+		default:
+			s.pruneUnused(r.Context()) // the new device's records will need room
+		}
+	}
+	if token {
 		s.mu.RLock()
 		t := s.trust[c.deviceID]
 		s.mu.RUnlock()
 		// Also with PolicyOpen, so that a later switch to token needs no reboot.
 		ans.WebSocket.Token = signToken(s.secret, c.deviceID, c.clientID, t.Generation)
 		ans.MQTT = s.mqttFor(base, c, t, ans.WebSocket.Token)
+	}
+	if admitted {
 		ans.Firmware = s.offer(base, c)
 		s.recordCheck(r.Context(), c, m == unbound)
 	}

@@ -96,6 +96,9 @@ func (s *Service) bind(ctx context.Context, deviceID, clientID, serial string) (
 	cur := s.trust[deviceID]
 	cur.DeviceID, cur.ClientID, cur.SerialNumber = deviceID, t.ClientID, t.SerialNumber
 	s.trust[deviceID] = cur
+	if !known {
+		s.boundAt[deviceID] = s.opts.Now() // kept a while before the device registers (prune.go)
+	}
 	s.mu.Unlock()
 	s.log.Info("device bound to its identity", "device", deviceID, "clientId", t.ClientID)
 	return true, nil

@@ -3,6 +3,8 @@ package ota
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -145,4 +147,33 @@ func TestPendingCodesPerAddressAreBounded(t *testing.T) {
 	if n := len(s.Pending()); n != 4 {
 		t.Fatalf("one address holds %d codes, want 4", n)
 	}
+}
+
+// New devices from one address are a quota that refills: NewDevicesPerAddr
+// an hour. The refusal says when to retry.
+func TestNewDevicesPerAddressRefills(t *testing.T) {
+	s, clk, _ := newService(t, func(o *Options) { o.Policy, o.NewDevicesPerAddr = PolicyToken, 2 })
+	for i := range 2 {
+		if code, ans := checkAs(t, s, fmt.Sprintf("bb:00:00:00:03:%02x", i), "x", "10.9.9.6:1"); code != 200 || tokenOf(ans) == "" {
+			t.Fatalf("new device %d: %d %v", i, code, ans)
+		}
+	}
+	req := httptestCheck("bb:00:00:00:03:99", "10.9.9.6:1")
+	w := httptest.NewRecorder()
+	s.serveCheck(w, req)
+	if w.Code != 429 || w.Header().Get("Retry-After") != "1801" {
+		t.Fatalf("a 3rd new device: %d, Retry-After %q; want 429 after 1801 s (2 an hour)", w.Code, w.Header().Get("Retry-After"))
+	}
+	clk.Add(30 * time.Minute)
+	if code, ans := checkAs(t, s, "bb:00:00:00:03:99", "x", "10.9.9.6:1"); code != 200 || tokenOf(ans) == "" {
+		t.Fatalf("half an hour later: %d %v", code, ans)
+	}
+}
+
+func httptestCheck(id, remote string) *http.Request {
+	req := httptest.NewRequest("POST", "http://hub.local:8000/xiaozhi/ota/", strings.NewReader(`{}`))
+	req.RemoteAddr = remote
+	req.Header.Set("Device-Id", id)
+	req.Header.Set("Client-Id", "x")
+	return req
 }

@@ -1,11 +1,15 @@
 package ota
 
 import (
+	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/xiaozhi-hub/hub"
 )
@@ -95,4 +99,83 @@ func (s *Service) admit(w http.ResponseWriter, r *http.Request) bool {
 	s.refuse(w, r, &httpError{http.StatusTooManyRequests, hub.ETOOMANY,
 		"too many OTA requests from this address; retry in " + strconv.Itoa(secs) + " s"})
 	return false
+}
+
+// maxRecentNew is how many of an address's newly admitted identities are
+// remembered, so that a device that checks again before it first connects
+// is not counted twice.
+const maxRecentNew = 16
+
+// newDeviceQuota bounds, per source address, the device identities new to
+// the hub that the OTA endpoint issues a token to (Options.NewDevicesPerAddr
+// an hour, all at once at most). A device the hub knows is never counted.
+type newDeviceQuota struct {
+	perHour int
+
+	mu    sync.Mutex
+	addrs map[string]*newDeviceAddr
+}
+
+type newDeviceAddr struct {
+	lim    *rate.Limiter
+	recent []string // identities admitted lately, oldest first
+}
+
+func newNewDeviceQuota(perHour int) *newDeviceQuota {
+	return &newDeviceQuota{perHour: perHour, addrs: map[string]*newDeviceAddr{}}
+}
+
+// admit counts identity as a new device of addr, or says how long until
+// addr may bring another one.
+func (q *newDeviceQuota) admit(addr, identity string, now time.Time) (bool, time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	a := q.addrs[addr]
+	if a == nil {
+		if len(q.addrs) >= maxLimited {
+			q.sweepLocked(now)
+		}
+		a = &newDeviceAddr{lim: rate.NewLimiter(rate.Every(time.Hour/time.Duration(q.perHour)), q.perHour)}
+		q.addrs[addr] = a
+	}
+	if slices.Contains(a.recent, identity) {
+		return true, 0
+	}
+	r := a.lim.ReserveN(now, 1)
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
+		return false, wait
+	}
+	if len(a.recent) == maxRecentNew {
+		a.recent = slices.Delete(a.recent, 0, 1)
+	}
+	a.recent = append(a.recent, identity)
+	return true, 0
+}
+
+// sweepLocked forgets addresses whose quota is whole again; if every
+// address still has new devices counted, it forgets them all rather than
+// grow.
+func (q *newDeviceQuota) sweepLocked(now time.Time) {
+	for addr, a := range q.addrs {
+		if a.lim.TokensAt(now) >= float64(q.perHour) {
+			delete(q.addrs, addr)
+		}
+	}
+	if len(q.addrs) >= maxLimited {
+		clear(q.addrs)
+	}
+}
+
+// newDeviceRefusal is the answer to an address over its quota of new
+// devices: 429 with Retry-After. The firmware ignores Retry-After but
+// retries the check 10 times, 10 s first and doubling (docs/protocol.md
+// §2.5, about 2.8 h in all), so a real device gets through once the quota
+// refills (by default one every 6 minutes).
+func (s *Service) newDeviceRefusal(w http.ResponseWriter, wait time.Duration) error {
+	secs := int(wait/time.Second) + 1
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	return &httpError{http.StatusTooManyRequests, hub.ETOOMANY, fmt.Sprintf(
+		"too many new devices from this address (%d an hour); retry in %d s, or raise new-devices-per-address "+
+			"for a fleet behind one NAT (devices the hub knows are not counted)", s.opts.NewDevicesPerAddr, secs)}
 }

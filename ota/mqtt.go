@@ -123,6 +123,7 @@ func (s *Service) AuthorizeMQTT(ctx context.Context, clientID, username, passwor
 	if !verifyToken(s.secret, id.DeviceID, id.ClientID, t.Generation, id.Token) {
 		return id, hub.Errorf(hub.EUNAUTHORIZED, "the MQTT password of device %s is not its token from this hub: reboot the device so that it fetches its MQTT login from the OTA endpoint", id.DeviceID)
 	}
+	s.makeRoomFor(ctx, id.DeviceID)
 	return id, nil
 }
 

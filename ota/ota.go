@@ -82,6 +82,20 @@ type Options struct {
 	// polls of one source address (default 2 a second, bursts of 30).
 	RatePerAddr  float64
 	BurstPerAddr int
+	// NewDevicesPerAddr bounds the devices new to the hub (no trust
+	// record, not in the registry) that one source address may bring in an
+	// hour, all of them at once at most (default 10): under PolicyToken and
+	// PolicyOpen each gets a token from the OTA check, so each can log in.
+	// Over it, the check gets 429 (PolicyToken), or an answer without a
+	// token (PolicyOpen, whose WebSocket admits any device). Devices the
+	// hub knows are never counted. PolicyActivation issues no token to a
+	// new device: MaxPendingPerAddr bounds its codes.
+	NewDevicesPerAddr int
+	// MaxUnusedDevices bounds the devices kept that never did anything
+	// useful (prune.go; default 1000), and UnusedDeviceExpiry is how long
+	// one is kept after it was last seen (default 24 h).
+	MaxUnusedDevices   int
+	UnusedDeviceExpiry time.Duration
 	// FirmwareDir holds firmware images as <board>/<version>.bin; empty:
 	// no firmware is offered.
 	FirmwareDir string
@@ -105,6 +119,12 @@ type Options struct {
 // MaxPendingCodes is the default bound on the activations waiting at once.
 const MaxPendingCodes = 1000
 
+// Defaults of Options.NewDevicesPerAddr and Options.MaxUnusedDevices.
+const (
+	DefaultNewDevicesPerAddr = 10
+	DefaultMaxUnusedDevices  = 1000
+)
+
 // Service is the OTA and activation endpoint and the device-auth policy. Its
 // methods are safe for concurrent use. It runs no goroutines: codes expire
 // when they are next looked at.
@@ -115,13 +135,20 @@ type Service struct {
 	public *url.URL // nil: derive from requests
 	fw     *firmwareDir
 
-	limiter *rateLimiter // per source address, on the device-facing routes
+	limiter    *rateLimiter    // per source address, on the device-facing routes
+	newDevices *newDeviceQuota // per source address, new devices given a token
+
+	pruneMu   sync.Mutex // one pruning pass at a time (prune.go)
+	lastSweep time.Time  // of the pass that removed expired records
 
 	adminMu sync.Mutex // serialises approvals, revocations and bindings
 
 	mu      sync.RWMutex
 	trust   map[string]Trust // by device id, without SystemInfo
 	pending pendingSet
+	// boundAt is when this process bound a device at its first connection
+	// (prune.go: a record is kept a while before its device connects).
+	boundAt map[string]time.Time
 }
 
 // New loads (or creates) the signing secret and every trust record.
@@ -165,6 +192,15 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	if opts.BurstPerAddr <= 0 {
 		opts.BurstPerAddr = 30
 	}
+	if opts.NewDevicesPerAddr <= 0 {
+		opts.NewDevicesPerAddr = DefaultNewDevicesPerAddr
+	}
+	if opts.MaxUnusedDevices <= 0 {
+		opts.MaxUnusedDevices = DefaultMaxUnusedDevices
+	}
+	if opts.UnusedDeviceExpiry <= 0 {
+		opts.UnusedDeviceExpiry = 24 * time.Hour
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -178,7 +214,8 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		opts.OnCheck = func(string) {}
 	}
 	s := &Service{opts: opts, log: opts.Logger, trust: map[string]Trust{}, pending: newPendingSet(),
-		limiter: newRateLimiter(opts.RatePerAddr, opts.BurstPerAddr)}
+		limiter: newRateLimiter(opts.RatePerAddr, opts.BurstPerAddr), newDevices: newNewDeviceQuota(opts.NewDevicesPerAddr),
+		boundAt: map[string]time.Time{}}
 	if opts.PublicURL != "" {
 		u, err := ParsePublicURL(opts.PublicURL)
 		if err != nil {

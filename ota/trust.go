@@ -33,12 +33,13 @@ type Store interface {
 // Authorize is the device endpoint's policy (session.Options.Authorize).
 // Refusals are EUNAUTHORIZED errors saying what to do.
 func (s *Service) Authorize(r *http.Request, id protocol.Identity) error {
-	if s.opts.Policy == PolicyOpen {
-		return nil
-	}
 	ctx := context.Background()
 	if r != nil {
 		ctx = r.Context()
+	}
+	if s.opts.Policy == PolicyOpen {
+		s.makeRoomFor(ctx, id.DeviceID)
+		return nil
 	}
 	return s.check(ctx, id, remoteHost(r), "websocket")
 }
@@ -80,6 +81,9 @@ func (s *Service) check(ctx context.Context, id protocol.Identity, remote, where
 		}
 		return hub.Errorf(hub.EUNAUTHORIZED, "the token of device %s is not accepted (%s): reboot the device so that it fetches a new one from the OTA endpoint",
 			id.DeviceID, why)
+	}
+	if !known {
+		s.makeRoomFor(ctx, id.DeviceID)
 	}
 	if m == unbound {
 		// First connection under PolicyToken, or a record from before

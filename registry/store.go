@@ -46,4 +46,8 @@ type Store interface {
 
 	// Events returns the newest events, newest first, optionally for one device.
 	Events(ctx context.Context, deviceID string, limit int) ([]hub.Event, error)
+	// HasHistory reports whether the device has a call record or a voice
+	// turn stored (a device without is forgotten when it is otherwise
+	// unused: prune.go).
+	HasHistory(ctx context.Context, deviceID string) (bool, error)
 }

@@ -51,6 +51,8 @@ type Config struct {
 	OTAChecksPerMinute        int `yaml:"ota-checks-per-minute" help:"OTA checks and activation polls one address may make per minute, after a burst of ota-burst; more get 429 (devices behind one NAT share it)"`
 	OTABurst                  int `yaml:"ota-burst" help:"OTA checks and activation polls one address may make at once before ota-checks-per-minute applies"`
 	ActivationCodesPerAddress int `yaml:"activation-codes-per-address" help:"activation codes waiting for approval at once for the devices at one address"`
+	NewDevicesPerAddress      int `yaml:"new-devices-per-address" help:"devices new to the hub that one address may bring in an hour (all at once at most) under device-auth token or open: each gets a token from the OTA check; more get 429 (token) or no token (open). Devices the hub knows are never counted"`
+	MaxUnusedDevices          int `yaml:"max-unused-devices" help:"devices kept that never did anything useful (offline, no tools, IoT things or history, nothing set by a person, not approved); beyond it the one seen longest ago is forgotten, and any after 24 h unseen"`
 
 	// The MQTT+UDP transport (mqtt.go): devices stay connected while idle.
 	MQTTListen  string `yaml:"mqtt-listen" help:"address of the embedded MQTT broker for devices on MQTT+UDP, e.g. :1883 (empty: off); with it set, the OTA endpoint offers MQTT to every device not kept on WebSocket"`
@@ -127,6 +129,8 @@ func DefaultConfig() Config {
 		OTAChecksPerMinute:        120,
 		OTABurst:                  30,
 		ActivationCodesPerAddress: 8,
+		NewDevicesPerAddress:      ota.DefaultNewDevicesPerAddr,
+		MaxUnusedDevices:          ota.DefaultMaxUnusedDevices,
 		MCPDirectLimit:            8,
 		MCPOAuth:                  "on",
 		LogLevel:                  "info",
@@ -204,6 +208,12 @@ func (c Config) Validate() error {
 	}
 	if c.ActivationCodesPerAddress < 1 || c.ActivationCodesPerAddress > ota.MaxPendingCodes {
 		errs = append(errs, fmt.Errorf("activation-codes-per-address: %d is outside 1..%d (the codes waiting at once on a hub)", c.ActivationCodesPerAddress, ota.MaxPendingCodes))
+	}
+	if c.NewDevicesPerAddress < 1 || c.NewDevicesPerAddress > 100000 {
+		errs = append(errs, fmt.Errorf("new-devices-per-address: %d is outside 1..100000", c.NewDevicesPerAddress))
+	}
+	if c.MaxUnusedDevices < 1 || c.MaxUnusedDevices > 1000000 {
+		errs = append(errs, fmt.Errorf("max-unused-devices: %d is outside 1..1000000", c.MaxUnusedDevices))
 	}
 	if c.CallTimeout <= 0 || c.MaxCallTimeout < c.CallTimeout {
 		errs = append(errs, fmt.Errorf("call-timeout (%v) must be positive and at most max-call-timeout (%v)", c.CallTimeout, c.MaxCallTimeout))

@@ -149,9 +149,10 @@ func TestActivationFloodCannotLockOutARealDevice(t *testing.T) {
 }
 
 // OTA checks of devices that never connected store nothing (under token
-// and open), whatever they send.
+// and open), whatever they send (20 new devices from each address: over
+// the default new-devices-per-address, raised here).
 func TestOTAChecksOfUnknownDevicesStoreNothing(t *testing.T) {
-	h := startHub(t, "", func(c *server.Config) { c.DeviceAuth = "token" })
+	h := startHub(t, "", func(c *server.Config) { c.DeviceAuth = "token"; c.NewDevicesPerAddress = 20 })
 	before := dirSize(t, h.dir)
 	big := `{"mac_address":"x","junk":"` + strings.Repeat("x", 60<<10) + `"}`
 	for a := range 10 {

@@ -138,6 +138,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		Policy: cfg.DeviceAuth, DeviceTokens: cfg.DeviceTokens, PublicURL: cfg.PublicURL,
 		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
 		RatePerAddr: float64(cfg.OTAChecksPerMinute) / 60, BurstPerAddr: cfg.OTABurst, MaxPendingPerAddr: cfg.ActivationCodesPerAddress,
+		NewDevicesPerAddr: cfg.NewDevicesPerAddress, MaxUnusedDevices: cfg.MaxUnusedDevices,
 		MQTT: mqttOffer, Logger: log.With("component", "ota"), OnCheck: m.OTACheck,
 	})
 	if err != nil {

@@ -207,3 +207,20 @@ func (s *Store) SaveThing(ctx context.Context, deviceID string, t hub.Thing) err
 	}
 	return nil
 }
+
+// HasHistory reports whether the device has anything in the history: a
+// call record (its own node's or, in a cluster, another's) or a voice
+// turn.
+func (s *Store) HasHistory(ctx context.Context, deviceID string) (bool, error) {
+	var one int
+	err := s.read.QueryRowContext(ctx, `SELECT 1 WHERE EXISTS (SELECT 1 FROM calls WHERE device_id = ?1)
+		OR EXISTS (SELECT 1 FROM peer_calls WHERE device_id = ?1)
+		OR EXISTS (SELECT 1 FROM events WHERE device_id = ?1 AND type = ?2)`, deviceID, hub.EventVoiceTurn).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("history of %s: %w", deviceID, err)
+	}
+	return true, nil
+}

@@ -124,3 +124,25 @@ func (s *Store) RecordCheck(ctx context.Context, t hub.Trust) error {
 	}
 	return nil
 }
+
+// DeleteUndecidedTrust removes a device's trust record if it holds no
+// decision a person made or would miss: not approved, not revoked, no
+// token generation of its own, no transport chosen. It reports whether a
+// record was removed. Records of devices that never did anything useful go
+// this way (ota's pruning); every other record stays.
+func (s *Store) DeleteUndecidedTrust(ctx context.Context, deviceID string) (bool, error) {
+	var n int64
+	err := s.write(ctx, func(w *wtx) error {
+		res, err := w.exec(`DELETE FROM device_trust WHERE device_id = ? AND approved IS NULL AND revoked IS NULL
+			AND generation = 0 AND transport = ''`, deviceID)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete trust of %s: %w", deviceID, err)
+	}
+	return n > 0, nil
+}

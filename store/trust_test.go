@@ -78,3 +78,53 @@ func equalTrust(a, b hub.Trust) bool {
 	}
 	return same && reflect.DeepEqual(a, b)
 }
+
+// Only a trust record without a decision can be deleted as undecided.
+func TestDeleteUndecidedTrustKeepsDecisions(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, tempDB(t), store.Options{})
+	at := time.Date(2026, 8, 8, 8, 0, 0, 0, time.UTC)
+	for _, tr := range []hub.Trust{
+		{DeviceID: "aa:00:00:00:00:01", ClientID: "bound only"},
+		{DeviceID: "aa:00:00:00:00:02", ClientID: "c", Approved: at},
+		{DeviceID: "aa:00:00:00:00:03", ClientID: "c", Revoked: at, Generation: 7},
+		{DeviceID: "aa:00:00:00:00:04", ClientID: "c", Generation: 9}, // re-bound by a person
+		{DeviceID: "aa:00:00:00:00:05", ClientID: "c", Transport: hub.TransportWebSocket},
+	} {
+		if err := s.SaveTrust(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range []bool{true, false, false, false, false} {
+		id := "aa:00:00:00:00:0" + string(rune('1'+i))
+		if gone, err := s.DeleteUndecidedTrust(ctx, id); gone != want || err != nil {
+			t.Errorf("%s: deleted %v (%v), want %v", id, gone, err, want)
+		}
+	}
+	recs, err := s.LoadTrust(ctx)
+	if err != nil || len(recs) != 4 {
+		t.Fatalf("%d records left (%v), want 4", len(recs), err)
+	}
+}
+
+// History is a call record or a voice turn; other events are not.
+func TestHasHistory(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, tempDB(t), store.Options{})
+	now := time.Now()
+	done := make(chan error, 1)
+	calls := []hub.CallRecord{{ID: 1, DeviceID: "aa:00:00:00:00:01", Kind: "mcp", Tool: "self.light.on", Started: now}}
+	events := []hub.Event{{Type: hub.EventVoiceTurn, DeviceID: "aa:00:00:00:00:02", Time: now},
+		{Type: hub.EventOnline, DeviceID: "aa:00:00:00:00:03", Time: now}}
+	if err := s.Log(calls, events, func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"aa:00:00:00:00:01": true, "aa:00:00:00:00:02": true, "aa:00:00:00:00:03": false, "aa:00:00:00:00:04": false} {
+		if got, err := s.HasHistory(ctx, id); got != want || err != nil {
+			t.Errorf("%s: %v %v, want %v", id, got, err, want)
+		}
+	}
+}
