@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/internal/httperr"
 )
 
 // httpError is an error with a status of its own (413, 503), beyond what
@@ -22,30 +23,18 @@ type httpError struct {
 func (e *httpError) Error() string { return e.msg }
 
 // refuse writes err as {"error":{"code","message"}} with the status its code
-// maps to. Errors that are not *hub.Error are logged, shown as "internal
-// error".
+// maps to by the hub's one table (internal/httperr), in the device-facing
+// bytes of writeJSON. Errors that are not *hub.Error are logged, shown as
+// "internal error".
 func (s *Service) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if errors.As(err, &he) {
 		writeError(w, he.status, he.code, he.msg)
 		return
 	}
-	status := http.StatusInternalServerError
-	switch hub.ErrorCode(err) {
-	case hub.EBADREQUEST:
-		status = http.StatusBadRequest
-	case hub.EINVALID:
-		status = http.StatusUnprocessableEntity
-	case hub.ENOTFOUND:
-		status = http.StatusNotFound
-	case hub.ECONFLICT:
-		status = http.StatusConflict
-	case hub.EUNAUTHORIZED:
-		status = http.StatusUnauthorized
-	case hub.ETOOMANY:
-		status = http.StatusTooManyRequests
-	default:
-		s.log.Error("ota: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	status := httperr.Status(hub.ErrorCode(err))
+	if status >= 500 {
+		s.log.Error("ota: request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
 	if status >= 400 && status < 500 {
 		s.log.Info("ota: request refused", "method", r.Method, "path", r.URL.Path,

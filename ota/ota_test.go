@@ -332,3 +332,27 @@ func TestServerTimeIsMillisecondsAndMinutes(t *testing.T) {
 		t.Fatalf("server_time: %v", st)
 	}
 }
+
+// The device-facing routes answer errors by the hub's one table: a
+// cluster's shared state that does not answer is 503 with its message (the
+// device retries), not 500 "internal error"; a timeout is 504; the body
+// keeps its exact length for the firmware's HTTP client.
+func TestRefusalsUseTheHubsErrorTable(t *testing.T) {
+	s, _, _ := newService(t, nil)
+	for _, tc := range []struct {
+		err    error
+		status int
+		msg    string
+	}{
+		{hub.Errorf(hub.EUNAVAILABLE, "the cluster's shared state did not answer"), 503, "did not answer"},
+		{hub.Errorf(hub.ETIMEOUT, "the store did not answer in time"), 504, "in time"},
+		{hub.Errorf(hub.ETOOMANY, "slow down"), 429, "slow down"},
+		{fmt.Errorf("disk I/O error at /secret"), 500, "internal error"},
+	} {
+		w := httptest.NewRecorder()
+		s.refuse(w, httptest.NewRequest("POST", "/xiaozhi/ota/", nil), tc.err)
+		if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.msg) || w.Header().Get("Content-Length") != fmt.Sprint(w.Body.Len()) {
+			t.Errorf("%v: %d %s (Content-Length %s), want %d with %q", tc.err, w.Code, w.Body, w.Header().Get("Content-Length"), tc.status, tc.msg)
+		}
+	}
+}
