@@ -40,7 +40,7 @@ func BenchmarkOpen(b *testing.B) {
 // rate limit, header rules, session lookup, sequence rule, decryption and
 // queueing (the socket read itself excluded).
 func BenchmarkReceive(b *testing.B) {
-	s := New(nil, Config{QueueLen: 1, AddrRate: 1 << 30})
+	s := New(nil, Config{QueueLen: 1, AddrRate: 1 << 30, SessionRate: 1 << 30})
 	ss, _ := s.NewSession()
 	from := netip.MustParseAddrPort("10.0.0.1:5000")
 	now := time.Unix(1000, 0)
