@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/sim/mqttdevice"
 )
 
 // Each conversation of an MQTT device has its own session_id, as from the
@@ -58,4 +61,37 @@ func TestEachMQTTConversationHasItsOwnSessionID(t *testing.T) {
 	waitFor(t, "the open conversation's audio", func() bool {
 		return h.metric(t, `xiaozhi_hub_udp_datagrams_total{outcome="accepted"}`) == accepted+1
 	})
+}
+
+// udp-sessions-per-address bounds the conversations of the devices at one
+// MQTT address: over it, the address's least active one ends (its device
+// gets the server's goodbye and closes its channel) and the new one works.
+func TestUDPSessionsPerAddressIsASetting(t *testing.T) {
+	h := mqttHub(t, "", func(c *server.Config) { c.UDPSessionsPerAddress = 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var devs []*mqttdevice.Device
+	for _, id := range []string{"aa:00:00:00:4d:41", "aa:00:00:00:4d:42"} {
+		d := connectMQTT(t, mqttLogin(t, otaCheck(t, h, id, "uuid-"+id[12:14]+id[15:])))
+		serveMCP(t, d)
+		h.readyTools(id)
+		devs = append(devs, d)
+	}
+	if _, err := devs[0].OpenAudio(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := devs[1].OpenAudio(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first device's channel to be ended by the server's goodbye", func() bool { return devs[0].Audio() == nil })
+	if err := ch.SendAudio([]byte{0xf8, 0xff, 0xfe}, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the second device's audio", func() bool {
+		return h.metric(t, `xiaozhi_hub_udp_datagrams_total{outcome="accepted"}`) == 1
+	})
+	if n := h.metric(t, "xiaozhi_hub_udp_sessions_reclaimed_total"); n != 1 {
+		t.Fatalf("reclaimed %v", n)
+	}
 }
