@@ -61,3 +61,24 @@ func BenchmarkReceive(b *testing.B) {
 		<-ss.frames
 	}
 }
+
+// BenchmarkNewSessionWhenFull is a hello with the table full (4096
+// sessions from 137 addresses, as in the attack): the scan for the
+// session that makes room.
+func BenchmarkNewSessionWhenFull(b *testing.B) {
+	s := New(nil, Config{MaxSessionsPerAddr: 4096})
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 2, byte(i % 137), 1}) }
+	for i := range 4096 {
+		if _, err := s.NewSessionFrom(addr(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.NewSessionFrom(addr(i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

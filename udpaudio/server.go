@@ -113,7 +113,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[uint32]*Session
-	perPeer  map[netip.Addr]int // open sessions by MQTT peer address (zero: unknown)
+	byPeer   map[netip.Addr][]*Session // open sessions by MQTT peer address (zero: unknown)
 
 	// Only the read loop touches these.
 	addrs    map[netip.Addr]*rate.Limiter
@@ -141,7 +141,7 @@ func New(conn *net.UDPConn, cfg Config) *Server {
 		cfg:      cfg,
 		now:      time.Now,
 		sessions: make(map[uint32]*Session),
-		perPeer:  make(map[netip.Addr]int),
+		byPeer:   make(map[netip.Addr][]*Session),
 		addrs:    make(map[netip.Addr]*rate.Limiter),
 		overflow: rate.NewLimiter(rate.Limit(cfg.AddrRate), cfg.AddrRate),
 	}
@@ -179,7 +179,7 @@ func (s *Server) NewSession() (*Session, error) { return s.NewSessionFrom(netip.
 //
 // A new session is never refused for want of room: when peer already
 // holds MaxSessionsPerAddr sessions, the least valuable of them ends; when
-// the table holds MaxSessions, the least valuable session of the address
+// the table holds MaxSessions, the least valuable session of an address
 // holding the most ends. The least valuable is one that never received a
 // valid datagram, else the one quiet for longest. So a flood of hellos
 // from one address replaces only its own sessions, and a device's session
@@ -225,16 +225,22 @@ func (s *Server) NewSessionFrom(peer netip.Addr) (*Session, error) {
 	}
 	var victim *Session
 	switch {
-	case peer.IsValid() && s.perPeer[peer] >= s.cfg.MaxSessionsPerAddr:
-		victim = s.leastValuable(func(o *Session) bool { return o.peer == peer })
+	case peer.IsValid() && len(s.byPeer[peer]) >= s.cfg.MaxSessionsPerAddr:
+		victim = leastValuable(s.byPeer[peer])
 	case len(s.sessions) >= s.cfg.MaxSessions:
-		victim = s.leastValuable(nil)
+		var heaviest []*Session
+		for _, list := range s.byPeer {
+			if len(list) > len(heaviest) {
+				heaviest = list
+			}
+		}
+		victim = leastValuable(heaviest)
 	}
 	if victim != nil {
 		s.removeLocked(victim)
 	}
 	s.sessions[id] = ss
-	s.perPeer[peer]++
+	s.byPeer[peer] = append(s.byPeer[peer], ss)
 	s.mu.Unlock()
 
 	if victim != nil {
@@ -245,26 +251,17 @@ func (s *Server) NewSessionFrom(peer netip.Addr) (*Session, error) {
 	return ss, nil
 }
 
-// leastValuable picks the session to end for a new one among those keep
-// accepts (all if keep is nil): from the peer address holding the most
-// sessions, one that never received a valid datagram, else the one quiet
-// for longest. s.mu is held.
-func (s *Server) leastValuable(among func(*Session) bool) *Session {
+// leastValuable picks the session to end for a new one among list (the
+// sessions of one peer address): one that never received a valid
+// datagram, else the one quiet for longest. s.mu is held.
+func leastValuable(list []*Session) *Session {
 	var best *Session
-	var bestCount int
 	var bestProven bool
 	var bestLast time.Time
-	for _, o := range s.sessions {
-		if among != nil && !among(o) {
-			continue
-		}
-		count := s.perPeer[o.peer]
+	for _, o := range list {
 		proven, last := o.value()
-		better := best == nil || count > bestCount ||
-			count == bestCount && (!proven && bestProven ||
-				proven == bestProven && last.Before(bestLast))
-		if better {
-			best, bestCount, bestProven, bestLast = o, count, proven, last
+		if best == nil || !proven && bestProven || proven == bestProven && last.Before(bestLast) {
+			best, bestProven, bestLast = o, proven, last
 		}
 	}
 	return best
@@ -276,8 +273,19 @@ func (s *Server) removeLocked(ss *Session) {
 		return
 	}
 	delete(s.sessions, ss.ID())
-	if s.perPeer[ss.peer]--; s.perPeer[ss.peer] <= 0 {
-		delete(s.perPeer, ss.peer)
+	list := s.byPeer[ss.peer]
+	for i, o := range list {
+		if o == ss {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.byPeer, ss.peer)
+	} else {
+		s.byPeer[ss.peer] = list
 	}
 }
 
