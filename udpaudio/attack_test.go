@@ -269,3 +269,23 @@ func TestPlausibleOpus(t *testing.T) {
 		}
 	}
 }
+
+// The devices of one IPv6 /64 share one quota, as one subscriber's
+// network.
+func TestIPv6PeersShareTheirSlash64Quota(t *testing.T) {
+	s := New(nil, Config{MaxSessionsPerAddr: 2})
+	for _, a := range []string{"2001:db8:1:1::1", "2001:db8:1:1::2", "2001:db8:1:1:ffff::3"} {
+		if _, err := s.NewSessionFrom(netip.MustParseAddr(a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, _ := s.NewSessionFrom(netip.MustParseAddr("2001:db8:1:2::1"))
+	if s.Sessions() != 3 || s.Stats().Reclaimed != 1 {
+		t.Fatalf("%d sessions open, %d reclaimed; want one /64 capped at 2", s.Sessions(), s.Stats().Reclaimed)
+	}
+	select {
+	case <-other.Done():
+		t.Fatal("another /64's session was reclaimed")
+	default:
+	}
+}

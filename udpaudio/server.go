@@ -113,7 +113,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[uint32]*Session
-	byPeer   map[netip.Addr][]*Session // open sessions by MQTT peer address (zero: unknown)
+	byPeer   map[netip.Addr][]*Session // open sessions by quotaKey of the MQTT peer address (zero: unknown)
 
 	// Only the read loop touches these.
 	addrs    map[netip.Addr]*rate.Limiter
@@ -205,6 +205,7 @@ func (s *Server) NewSessionFrom(peer netip.Addr) (*Session, error) {
 		keys:      keys,
 		block:     keys.block(),
 		peer:      peer,
+		quota:     quotaKey(peer),
 		frames:    make(chan Frame, s.cfg.QueueLen),
 		done:      make(chan struct{}),
 		last:      now,
@@ -225,8 +226,8 @@ func (s *Server) NewSessionFrom(peer netip.Addr) (*Session, error) {
 	}
 	var victim *Session
 	switch {
-	case peer.IsValid() && len(s.byPeer[peer]) >= s.cfg.MaxSessionsPerAddr:
-		victim = leastValuable(s.byPeer[peer])
+	case peer.IsValid() && len(s.byPeer[ss.quota]) >= s.cfg.MaxSessionsPerAddr:
+		victim = leastValuable(s.byPeer[ss.quota])
 	case len(s.sessions) >= s.cfg.MaxSessions:
 		var heaviest []*Session
 		for _, list := range s.byPeer {
@@ -240,7 +241,7 @@ func (s *Server) NewSessionFrom(peer netip.Addr) (*Session, error) {
 		s.removeLocked(victim)
 	}
 	s.sessions[id] = ss
-	s.byPeer[peer] = append(s.byPeer[peer], ss)
+	s.byPeer[ss.quota] = append(s.byPeer[ss.quota], ss)
 	s.mu.Unlock()
 
 	if victim != nil {
@@ -249,6 +250,17 @@ func (s *Server) NewSessionFrom(peer netip.Addr) (*Session, error) {
 		victim.end()
 	}
 	return ss, nil
+}
+
+// quotaKey is the address whose quota a session of peer uses: the IPv4
+// address, or the /64 of an IPv6 one (one subscriber's network, as the OTA
+// limits count it).
+func quotaKey(peer netip.Addr) netip.Addr {
+	if peer.Is6() {
+		p, _ := peer.Prefix(64)
+		return p.Addr()
+	}
+	return peer
 }
 
 // leastValuable picks the session to end for a new one among list (the
@@ -273,7 +285,7 @@ func (s *Server) removeLocked(ss *Session) {
 		return
 	}
 	delete(s.sessions, ss.ID())
-	list := s.byPeer[ss.peer]
+	list := s.byPeer[ss.quota]
 	for i, o := range list {
 		if o == ss {
 			list[i] = list[len(list)-1]
@@ -283,9 +295,9 @@ func (s *Server) removeLocked(ss *Session) {
 		}
 	}
 	if len(list) == 0 {
-		delete(s.byPeer, ss.peer)
+		delete(s.byPeer, ss.quota)
 	} else {
-		s.byPeer[ss.peer] = list
+		s.byPeer[ss.quota] = list
 	}
 }
 

@@ -41,6 +41,7 @@ type Session struct {
 	keys      Keys
 	block     cipher.Block
 	peer      netip.Addr // the device's MQTT peer IP; zero if unknown
+	quota     netip.Addr // quotaKey(peer)
 	frames    chan Frame
 	done      chan struct{}
 	limit     *rate.Limiter // datagrams from the bound address
