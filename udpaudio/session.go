@@ -77,10 +77,6 @@ func (ss *Session) Frames() <-chan Frame { return ss.frames }
 // Done is closed when the session ends (Close, IdleTimeout or server stop).
 func (ss *Session) Done() <-chan struct{} { return ss.done }
 
-// Peer is the MQTT peer address the session was opened for (zero if
-// unknown).
-func (ss *Session) Peer() netip.Addr { return ss.peer }
-
 // Addr is the device's address, once its first valid datagram arrived.
 func (ss *Session) Addr() (netip.AddrPort, bool) {
 	ss.mu.Lock()
@@ -130,7 +126,7 @@ func (ss *Session) end() {
 // were checked: uplink flags, a per-session budget, the bound address, a
 // sequence above the last accepted one by less than the jump bound (gaps
 // are fine, as in the firmware). A datagram from another address may bind
-// it only if it proves itself (bind). Only the read loop calls it.
+// it only if it proves itself (bindFrom). Only the read loop calls it.
 func (ss *Session) receive(h Header, b []byte, from netip.AddrPort, now time.Time) {
 	st := &ss.srv.stats
 	if h.Flags != uplinkFlags {
