@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 
 	"github.com/xiaozhi-hub/hub"
@@ -23,7 +24,8 @@ import (
 type conn struct {
 	l        *Link
 	deviceID string
-	udpHost  string // told to the device in the server hello
+	peer     netip.Addr // the MQTT connection's peer IP (zero if unknown): whose quota its UDP sessions use
+	udpHost  string     // told to the device in the server hello
 	in       chan []byte
 	done     chan struct{}
 	once     sync.Once
@@ -130,7 +132,10 @@ func (c *conn) goodbye(sid string) {
 }
 
 // Negotiate opens the conversation's UDP channel: a fresh key and nonce
-// per hello, advertised at the configured public address.
+// per hello, advertised at the configured public address. sid is the
+// conversation's own session id (each hello gets a new one: the firmware
+// ends its channel on a goodbye naming its current id, so a late goodbye
+// for an earlier conversation must not name the next).
 func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated, error) {
 	if h.Transport != "udp" {
 		return session.Negotiated{}, hub.Errorf(hub.EINVALID, "a hello over MQTT must ask for transport \"udp\", not %q", h.Transport)
@@ -141,7 +146,7 @@ func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated
 	if c.udpHost == "" {
 		return session.Negotiated{}, hub.Errorf(hub.EUNAVAILABLE, "the device reached the hub over IPv6, and the firmware's UDP audio needs an IPv4 address or DNS name: set udp-public")
 	}
-	ss, err := c.l.opts.Audio.NewSession()
+	ss, err := c.l.opts.Audio.NewSessionFrom(c.peer)
 	if err != nil {
 		return session.Negotiated{}, fmt.Errorf("open the UDP audio channel: %w", err)
 	}
@@ -157,18 +162,21 @@ func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated
 		UDP: &protocol.UDPParams{Server: u.Server, Port: u.Port, Key: u.Key, Nonce: u.Nonce}}, nil
 }
 
-// Goodbye ends the open conversation from the hub's side: the device is
-// told goodbye with the conversation's session id, and the UDP channel
-// closes.
-func (c *conn) Goodbye() {
+// Goodbye ends the conversation whose hello was answered with sid from the
+// hub's side, if it is still the open one: the device is told goodbye with
+// that session id, and the UDP channel closes. A goodbye for an earlier
+// conversation changes nothing.
+func (c *conn) Goodbye(sid string) {
 	c.mu.Lock()
-	a, sid := c.audio, c.sid
+	a := c.audio
+	if a == nil || c.sid != sid {
+		c.mu.Unlock()
+		return
+	}
 	c.audio = nil
 	c.mu.Unlock()
-	if a != nil {
-		c.goodbye(sid)
-		a.Close()
-	}
+	c.goodbye(sid)
+	a.Close()
 }
 
 // EndConversation closes the UDP channel after the device's goodbye.

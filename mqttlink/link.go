@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -82,9 +83,13 @@ func New(opts Options) (*Link, error) {
 
 // Connected starts the session of a device whose MQTT connection is up,
 // authenticated as id, from remote to the hub's address local (host:port).
-// A previous connection of the device ends first.
+// remote's last word is the peer's address (ip:port or ip; "mqtt
+// 192.0.2.1:5000" is fine): the device's UDP sessions count against that
+// address's quota, and its IP may always take the audio channel back
+// (udpaudio). A previous connection of the device ends first.
 func (l *Link) Connected(id protocol.Identity, remote, local string) {
 	c := newConn(l, id.DeviceID)
+	c.peer = peerIP(remote)
 	c.udpHost = l.opts.UDPHost
 	if c.udpHost == "" {
 		c.udpHost = ipv4Host(local)
@@ -173,6 +178,22 @@ func (l *Link) forget(c *conn) {
 		delete(l.conns, c.deviceID)
 	}
 	l.mu.Unlock()
+}
+
+// peerIP is the IP in the last word of remote, or the zero Addr.
+func peerIP(remote string) netip.Addr {
+	f := strings.Fields(remote)
+	if len(f) == 0 {
+		return netip.Addr{}
+	}
+	last := f[len(f)-1]
+	if ap, err := netip.ParseAddrPort(last); err == nil {
+		return ap.Addr().Unmap()
+	}
+	if a, err := netip.ParseAddr(last); err == nil {
+		return a.Unmap()
+	}
+	return netip.Addr{}
 }
 
 // ipv4Host is the IPv4 address of host:port, or "" (the firmware's UDP

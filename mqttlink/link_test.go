@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -166,4 +167,89 @@ func TestBadHelloAndReplacement(t *testing.T) {
 	if len(b.kicked) != 1 || l.Devices() != 0 {
 		t.Fatalf("disconnected %v, devices %d", b.kicked, l.Devices())
 	}
+}
+
+// Each hello is its own conversation: a goodbye the hub sends late for an
+// earlier one (its voice ending after the device said hello again) names
+// that conversation and leaves the open one alone.
+func TestLateGoodbyeLeavesTheNextConversation(t *testing.T) {
+	l, b, ss, _ := setup(t, time.Minute)
+	l.Connected(protocol.Identity{DeviceID: "aa:00:00:00:00:04"}, "mqtt 127.0.0.1:50000", "127.0.0.1:1883")
+	c := <-ss
+	if _, err := c.Negotiate("sid-a", protocol.ClientHello{Version: 3, Transport: "udp"}); err != nil {
+		t.Fatal(err)
+	}
+	neg, err := c.Negotiate("sid-b", protocol.ClientHello{Version: 3, Transport: "udp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Goodbye("sid-a")
+	if p := b.last(); p != nil {
+		t.Fatalf("a goodbye for the earlier conversation was published: %s", p)
+	}
+	udp, _ := json.Marshal(neg.UDP)
+	dev, err := mqttdevice.OpenChannel(udp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := dev.SendAudio([]byte{0xf8, 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.Read(ctx); err != nil || m.Kind != session.AudioMessage {
+		t.Fatalf("the open conversation's audio after a late goodbye: %+v %v", m, err)
+	}
+	c.Goodbye("sid-b")
+	if p := string(b.last()); p != `{"type":"goodbye","session_id":"sid-b"}` {
+		t.Fatalf("goodbye for the open conversation: %q", p)
+	}
+}
+
+// The UDP sessions of devices whose MQTT connections come from one
+// address share that address's quota: over it, the address's own oldest
+// unused session makes room (its device is told goodbye), and another
+// address's devices are not touched.
+func TestUDPSessionsPerMQTTAddress(t *testing.T) {
+	audio, err := udpaudio.Listen("127.0.0.1:0", udpaudio.Config{MaxSessionsPerAddr: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = audio.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	b := &bus{}
+	ss := make(sessions, 4)
+	l, err := New(Options{Bus: b, Sessions: ss, Audio: audio, UDPPort: int(audio.Addr().Port())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := protocol.ClientHello{Version: 3, Transport: "udp"}
+	l.Connected(protocol.Identity{DeviceID: "aa:00:00:00:00:05"}, "mqtt 192.0.2.9:1000", "127.0.0.1:1883")
+	first := <-ss
+	l.Connected(protocol.Identity{DeviceID: "aa:00:00:00:00:06"}, "mqtt 192.0.2.10:1000", "127.0.0.1:1883")
+	elsewhere := <-ss
+	l.Connected(protocol.Identity{DeviceID: "aa:00:00:00:00:07"}, "mqtt 192.0.2.9:1001", "127.0.0.1:1883")
+	second := <-ss
+	for i, c := range []session.Idle{first, elsewhere, second} { // in this order
+		if _, err := c.Negotiate(fmt.Sprintf("sid-%d", i+1), hello); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer rcancel()
+	go func() { _, _ = first.Read(rctx) }() // Read notices the channel's end
+	deadline := time.Now().Add(10 * time.Second)
+	for string(b.last()) != `{"type":"goodbye","session_id":"sid-1"}` {
+		if time.Now().After(deadline) {
+			t.Fatalf("no goodbye for the reclaimed session; last published %q", b.last())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := audio.Sessions(); n != 2 {
+		t.Fatalf("%d UDP sessions open, want 2 (one per address)", n)
+	}
+	l.Disconnected("aa:00:00:00:00:05", "test over")
 }

@@ -65,6 +65,10 @@ type Config struct {
 	MQTTBroker       string `yaml:"mqtt-broker" help:"an external MQTT 5 broker (EMQX) the hub connects to instead of running its own, e.g. mqtt://hub:password@emqx:1883 (needs mqtt-public, udp-public, mqtt-broker-secret; see docs/emqx.md)"`
 	MQTTBrokerSecret string `yaml:"mqtt-broker-secret" help:"the secret the external broker sends (Authorization: Bearer) when it asks the hub, at POST /mqtt/auth, to check a device's login"`
 
+	// UDPSessionsPerAddress bounds the conversations of the MQTT devices at
+	// one address (udpaudio.Config.MaxSessionsPerAddr).
+	UDPSessionsPerAddress int `yaml:"udp-sessions-per-address" help:"UDP audio channels (conversations) open at once for the MQTT devices at one address; a new one over it ends that address's least active one (raise it for many devices talking at once behind one NAT, or when MQTT reaches the hub through a proxy)"`
+
 	// Spoken conversations (package voice): speech recognition and
 	// synthesis providers.
 	ASRProvider         string        `yaml:"asr-provider" help:"speech recognition: openai (any OpenAI-compatible /audio/transcriptions: OpenAI, Groq, SiliconFlow, speaches, LocalAI, whisper.cpp); empty: none"`
@@ -147,6 +151,8 @@ func DefaultConfig() Config {
 
 		ConversationTimeout: 120 * time.Second,
 		TTSSampleRate:       24000,
+
+		UDPSessionsPerAddress: 16,
 	}
 }
 

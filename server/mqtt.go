@@ -91,7 +91,7 @@ func (h *Hub) bindMQTT(a mqttAddrs) (*mqttSide, error) {
 		_, port, _ := net.SplitHostPort(b.Addr())
 		udpListen = net.JoinHostPort(host, port)
 	}
-	audio, err := udpaudio.Listen(udpListen, udpaudio.Config{Logger: log})
+	audio, err := udpaudio.Listen(udpListen, udpaudio.Config{Logger: log, MaxSessionsPerAddr: h.cfg.UDPSessionsPerAddress})
 	if err != nil {
 		side.closeBroker()
 		return nil, fmt.Errorf("udp-listen %s: %w", udpListen, err)
@@ -225,6 +225,9 @@ func (m *mqttSide) register(r *prometheus.Registry) {
 	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "xiaozhi_hub_udp_sessions", Help: "Open UDP audio channels (conversations of MQTT devices).",
 	}, func() float64 { return float64(m.audio.Sessions()) }))
+	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "xiaozhi_hub_udp_sessions_reclaimed_total", Help: "UDP audio channels ended to make room for a new conversation (the table, or the MQTT address's udp-sessions-per-address, was full).",
+	}, func() float64 { return float64(m.audio.Stats().Reclaimed) }))
 	r.MustRegister(&statsCollector{m: m})
 }
 
@@ -268,7 +271,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for outcome, n := range map[string]uint64{"received": u.Received, "accepted": u.Accepted, "sent": u.Sent,
 		"dropped_flood": u.DroppedFlood, "dropped_shape": u.DroppedShape, "dropped_unknown_session": u.DroppedUnknown,
 		"dropped_address": u.DroppedAddr, "dropped_flags": u.DroppedFlags, "dropped_old_sequence": u.DroppedOld,
-		"dropped_queue_full": u.DroppedQueue} {
+		"dropped_queue_full": u.DroppedQueue, "dropped_too_long": u.DroppedLong, "dropped_sequence_jump": u.DroppedJump} {
 		ch <- prometheus.MustNewConstMetric(udpDatagramsDesc, prometheus.CounterValue, float64(n), outcome)
 	}
 }
@@ -298,7 +301,7 @@ func (h *Hub) bindRemote(a mqttAddrs, log *slog.Logger) (*mqttSide, error) {
 		return nil, err
 	}
 	side.remote, side.authSecret = c, a.brokerSecret
-	audio, err := udpaudio.Listen(a.udpListen, udpaudio.Config{Logger: log})
+	audio, err := udpaudio.Listen(a.udpListen, udpaudio.Config{Logger: log, MaxSessionsPerAddr: h.cfg.UDPSessionsPerAddress})
 	if err != nil {
 		return nil, fmt.Errorf("udp-listen %s: %w", a.udpListen, err)
 	}

@@ -75,11 +75,19 @@ func (c Config) mqttSettings() (a mqttAddrs, ok bool, err error) {
 }
 
 func (c Config) validateMQTT() []error {
+	var errs []error
 	if _, _, err := c.mqttSettings(); err != nil {
-		return []error{err}
+		errs = append(errs, err)
 	}
-	return nil
+	if c.UDPSessionsPerAddress < 0 || c.UDPSessionsPerAddress > maxUDPSessions {
+		errs = append(errs, fmt.Errorf("udp-sessions-per-address: %d is outside 1..%d (the UDP audio channels open at once on a hub)", c.UDPSessionsPerAddress, maxUDPSessions))
+	}
+	return errs
 }
+
+// maxUDPSessions is the UDP audio server's table (udpaudio's default
+// MaxSessions).
+const maxUDPSessions = 4096
 
 // splitPort checks a host:port listen address.
 func splitPort(key, addr string, allowZero bool) (string, int, error) {

@@ -109,6 +109,12 @@ func (s *session) handleOther(ctx context.Context, m protocol.Message) {
 		// One hello per connection; a second one changes nothing (docs/protocol.md §3.3).
 		s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "note": "repeated hello ignored"})
 	case protocol.TypeGoodbye:
+		if s.idle != nil && m.SessionID != "" && m.SessionID != s.convID {
+			// A goodbye naming an earlier conversation of this connection
+			// (late, or replayed) does not end the open one.
+			s.link.Event(hub.EventDeviceMessage, map[string]any{"type": m.Type, "note": "goodbye for an earlier conversation ignored", "message": json.RawMessage(m.Raw)})
+			return
+		}
 		s.closeConversation()
 		if s.idle != nil {
 			s.idle.EndConversation()

@@ -48,15 +48,21 @@ func (s *session) converse(ctx context.Context, m protocol.Message) {
 		s.badInput("bad_hello", err)
 		return
 	}
-	neg, err := s.idle.Negotiate(s.sid, h)
+	// Each conversation gets its own session id, as from the official
+	// gateway: the firmware ends its channel on a goodbye naming its
+	// current id, so a late goodbye for this conversation must not end the
+	// next (docs/protocol.md §4.4).
+	sid := newSessionID()
+	neg, err := s.idle.Negotiate(sid, h)
 	if err != nil {
 		s.badInput("bad_hello", fmt.Errorf("hello not answered: %w", err))
 		return
 	}
-	s.hello, s.neg, s.version = h, neg, neg.ProtocolVersion
+	s.hello, s.neg, s.version, s.convID = h, neg, neg.ProtocolVersion, sid
 	if err := s.write(ctx, s.serverHello(), "hello"); err != nil {
 		s.log.Info("cannot answer hello", "err", err)
 		s.idle.EndConversation()
+		s.convID = ""
 		return
 	}
 	s.openConversation()

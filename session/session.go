@@ -39,6 +39,7 @@ type session struct {
 	link    *registry.Link
 	client  *mcpclient.Client // nil for legacy IoT devices
 	conv    Conversation      // the open conversation; read loop only
+	convID  string            // session id of the idle connection's last answered hello; read loop only
 	talking bool              // a hello opened a conversation (conv starts lazily)
 
 	ctx         context.Context    // the session's; ends with the connection
@@ -289,12 +290,18 @@ func (s *session) sendMCP(ctx context.Context, payload []byte) error {
 	return s.write(ctx, protocol.AppendEnvelope(msg, s.envelope, payload), "mcp")
 }
 
-// serverHello is the hello reply for the negotiated transport.
+// serverHello is the hello reply for the negotiated transport, with the
+// conversation's session id on an idle connection (one per hello), the
+// connection's otherwise.
 func (s *session) serverHello() []byte {
-	if s.neg.UDP != nil {
-		return protocol.ServerHelloUDP(s.sid, s.srv.opts.DownlinkAudio, *s.neg.UDP)
+	sid := s.sid
+	if s.convID != "" {
+		sid = s.convID
 	}
-	return protocol.ServerHello(s.sid, s.srv.opts.DownlinkAudio)
+	if s.neg.UDP != nil {
+		return protocol.ServerHelloUDP(sid, s.srv.opts.DownlinkAudio, *s.neg.UDP)
+	}
+	return protocol.ServerHello(sid, s.srv.opts.DownlinkAudio)
 }
 
 // endReason says in words why the read loop ended with err.

@@ -58,18 +58,21 @@ type pinger interface {
 // conversations (MQTT+UDP: the device keeps its MQTT session while idle and
 // serves MCP over it). Such connections are served with Server.ServeIdle:
 // the session starts at once, without waiting for a hello; each hello
-// opens a conversation (Negotiate sets up its audio channel, the hub
-// answers with a server hello), and the device's goodbye ends the
+// opens a conversation with its own session id (Negotiate sets up its
+// audio channel, the hub answers with a server hello), and the device's goodbye ends the
 // conversation, not the connection.
 type Idle interface {
 	Connection
 	// EndConversation closes the audio channel the last Negotiate opened,
 	// after the device said goodbye. It does not tell the device.
 	EndConversation()
-	// Goodbye ends the open conversation from the hub's side: the device
-	// gets a goodbye with the conversation's session id, and the audio
-	// channel closes. The connection stays.
-	Goodbye()
+	// Goodbye ends the conversation whose hello was answered with
+	// sessionID from the hub's side, if it is still the open one: the
+	// device gets a goodbye with that session id, and the audio channel
+	// closes. The connection stays. A goodbye for an earlier conversation
+	// does nothing (the firmware would end its current one only if the ids
+	// matched, and each conversation has its own).
+	Goodbye(sessionID string)
 }
 
 // MessageKind tells a text message from an audio frame.

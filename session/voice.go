@@ -50,7 +50,7 @@ func (s *session) openConversation() {
 // allowed one; nil when there is none.
 func (s *session) conversation() Conversation {
 	if s.conv == nil && s.talking {
-		s.conv = s.srv.opts.Voice.Open(s.id.DeviceID, s.hello.Language, s.srv.opts.DownlinkAudio, serverAEC(s.hello.Features), conversationOutput{s})
+		s.conv = s.srv.opts.Voice.Open(s.id.DeviceID, s.hello.Language, s.srv.opts.DownlinkAudio, serverAEC(s.hello.Features), conversationOutput{s, s.convID})
 	}
 	return s.conv
 }
@@ -81,7 +81,13 @@ func (s *session) listen(m protocol.Message) {
 	conv.Listen(l.State, l.Mode, l.Text)
 }
 
-type conversationOutput struct{ s *session }
+// conversationOutput is one conversation's way out; sid is its hello's
+// session id on an idle connection, so that its End cannot end a later
+// conversation.
+type conversationOutput struct {
+	s   *session
+	sid string
+}
 
 func (o conversationOutput) WriteText(ctx context.Context, msg []byte) error {
 	return o.s.write(ctx, msg, "other")
@@ -97,7 +103,7 @@ func (o conversationOutput) WriteAudio(ctx context.Context, opus []byte, ts uint
 
 func (o conversationOutput) End(reason string) {
 	if o.s.idle != nil {
-		o.s.idle.Goodbye()
+		o.s.idle.Goodbye(o.sid)
 		return
 	}
 	o.s.closeReason.Store(&reason)

@@ -40,7 +40,7 @@ func BenchmarkOpen(b *testing.B) {
 // rate limit, header rules, session lookup, sequence rule, decryption and
 // queueing (the socket read itself excluded).
 func BenchmarkReceive(b *testing.B) {
-	s := New(nil, Config{QueueLen: 1, AddrRate: 1 << 30})
+	s := New(nil, Config{QueueLen: 1, AddrRate: 1 << 30, SessionRate: 1 << 30})
 	ss, _ := s.NewSession()
 	from := netip.MustParseAddrPort("10.0.0.1:5000")
 	now := time.Unix(1000, 0)
@@ -59,5 +59,26 @@ func BenchmarkReceive(b *testing.B) {
 		s.receive(pkts[seq%1024], from, now)
 		seq++
 		<-ss.frames
+	}
+}
+
+// BenchmarkNewSessionWhenFull is a hello with the table full (4096
+// sessions from 137 addresses, as in the attack): the scan for the
+// session that makes room.
+func BenchmarkNewSessionWhenFull(b *testing.B) {
+	s := New(nil, Config{MaxSessionsPerAddr: 4096})
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 2, byte(i % 137), 1}) }
+	for i := range 4096 {
+		if _, err := s.NewSessionFrom(addr(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.NewSessionFrom(addr(i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

@@ -14,13 +14,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	hub "github.com/xiaozhi-hub/hub"
 )
 
 // Config bounds what a Server spends. Zero fields take the defaults.
 type Config struct {
-	// MaxSessions is the most sessions open at once (default 4096).
+	// MaxSessions is the most sessions open at once (default 4096). A new
+	// session when the table is full takes the place of another one (see
+	// NewSessionFrom): it is never refused.
 	MaxSessions int
+	// MaxSessionsPerAddr is the most sessions open at once for the devices
+	// of one MQTT peer address (default 16): a new session over the quota
+	// takes the place of that address's least valuable session.
+	MaxSessionsPerAddr int
 	// QueueLen is how many decrypted frames wait for a session's reader
 	// before newer ones are dropped (default 32, about 2 s of 60 ms frames).
 	QueueLen int
@@ -28,9 +36,14 @@ type Config struct {
 	// for this long (default 120 s, the firmware's own channel timeout).
 	IdleTimeout time.Duration
 	// AddrRate is how many datagrams per second one source IP may send
-	// before the excess is dropped unread (default 100; a device sends about
-	// 17 a second). The burst is one second's worth.
+	// that name no open session (default 100); the excess is counted as a
+	// flood. The burst is one second's worth.
 	AddrRate int
+	// SessionRate is how many datagrams per second a session accepts from
+	// its device's address (default 100; a device sends about 17 a second,
+	// 50 with 20 ms frames), and, separately, how many attempts per second
+	// to bind a new address it examines. The burst is one second's worth.
+	SessionRate int
 	// MaxAddrs is how many source IPs are rate-limited one by one (default
 	// 4096); beyond that, new addresses share one bucket.
 	MaxAddrs int
@@ -40,6 +53,12 @@ type Config struct {
 func (c *Config) defaults() {
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = 4096
+	}
+	if c.MaxSessionsPerAddr <= 0 {
+		c.MaxSessionsPerAddr = 16
+	}
+	if c.SessionRate <= 0 {
+		c.SessionRate = 100
 	}
 	if c.QueueLen <= 0 {
 		c.QueueLen = 32
@@ -64,18 +83,23 @@ type Stats struct {
 	Received       uint64 // datagrams read
 	Accepted       uint64 // decrypted and queued for a session
 	Sent           uint64 // datagrams sent to devices
-	DroppedFlood   uint64 // over the per-address rate
+	DroppedLong    uint64 // longer than MaxDatagram (1,500 bytes)
 	DroppedShape   uint64 // short, wrong type or length mismatch
+	DroppedFlood   uint64 // over the per-address or per-session rate
 	DroppedUnknown uint64 // no open session has this connection id
-	DroppedAddr    uint64 // from another address than the session learned
 	DroppedFlags   uint64 // flags not the uplink value (e.g. our own downlink reflected)
+	DroppedAddr    uint64 // from another address than the session's, and not allowed to bind it
 	DroppedOld     uint64 // sequence replayed or late
+	DroppedJump    uint64 // sequence too far ahead of the last accepted one
 	DroppedQueue   uint64 // the session's reader is behind
+	// Reclaimed counts sessions ended to make room for a new one (the
+	// table or the peer address's quota was full).
+	Reclaimed uint64
 }
 
 type counters struct {
-	received, accepted, sent                        atomic.Uint64
-	flood, shape, unknown, addr, flags, old, queued atomic.Uint64
+	received, accepted, sent                                          atomic.Uint64
+	long, shape, flood, unknown, flags, addr, old, jump, queued, recl atomic.Uint64
 }
 
 // Server owns one UDP socket shared by every session. Datagrams are routed
@@ -89,10 +113,11 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[uint32]*Session
+	byPeer   map[netip.Addr][]*Session // open sessions by quotaKey of the MQTT peer address (zero: unknown)
 
 	// Only the read loop touches these.
-	addrs    map[netip.Addr]*bucket
-	overflow bucket
+	addrs    map[netip.Addr]*rate.Limiter
+	overflow *rate.Limiter
 }
 
 // Listen opens the UDP socket at addr (host:port or :port; port 0 picks one).
@@ -116,7 +141,9 @@ func New(conn *net.UDPConn, cfg Config) *Server {
 		cfg:      cfg,
 		now:      time.Now,
 		sessions: make(map[uint32]*Session),
-		addrs:    make(map[netip.Addr]*bucket),
+		byPeer:   make(map[netip.Addr][]*Session),
+		addrs:    make(map[netip.Addr]*rate.Limiter),
+		overflow: rate.NewLimiter(rate.Limit(cfg.AddrRate), cfg.AddrRate),
 	}
 }
 
@@ -128,8 +155,10 @@ func (s *Server) Stats() Stats {
 	c := &s.stats
 	return Stats{
 		Received: c.received.Load(), Accepted: c.accepted.Load(), Sent: c.sent.Load(),
-		DroppedFlood: c.flood.Load(), DroppedShape: c.shape.Load(), DroppedUnknown: c.unknown.Load(),
-		DroppedAddr: c.addr.Load(), DroppedFlags: c.flags.Load(), DroppedOld: c.old.Load(), DroppedQueue: c.queued.Load(),
+		DroppedLong: c.long.Load(), DroppedShape: c.shape.Load(), DroppedFlood: c.flood.Load(),
+		DroppedUnknown: c.unknown.Load(), DroppedFlags: c.flags.Load(), DroppedAddr: c.addr.Load(),
+		DroppedOld: c.old.Load(), DroppedJump: c.jump.Load(), DroppedQueue: c.queued.Load(),
+		Reclaimed: c.recl.Load(),
 	}
 }
 
@@ -140,19 +169,26 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
-// NewSession opens a session with a fresh connection id, key and nonce.
-// Advertise it in the server hello with Session.Hello.
-func (s *Server) NewSession() (*Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sessions == nil {
-		return nil, ErrClosed
-	}
-	if len(s.sessions) >= s.cfg.MaxSessions {
-		return nil, hub.Errorf(hub.ECONFLICT, "too many UDP audio sessions open (%d); try again when a conversation ends", s.cfg.MaxSessions)
-	}
+// NewSession opens a session whose device's MQTT address is unknown; see
+// NewSessionFrom.
+func (s *Server) NewSession() (*Session, error) { return s.NewSessionFrom(netip.Addr{}) }
+
+// NewSessionFrom opens a session with a fresh connection id, key and
+// nonce for a device whose MQTT connection comes from peer (the zero Addr
+// if unknown). Advertise it in the server hello with Session.Hello.
+//
+// A new session is never refused for want of room: when peer already
+// holds MaxSessionsPerAddr sessions, the least valuable of them ends; when
+// the table holds MaxSessions, the least valuable session of an address
+// holding the most ends. The least valuable is one that never received a
+// valid datagram, else the one quiet for longest. So a flood of hellos
+// from one address replaces only its own sessions, and a device's session
+// is ended for strangers only if every address holds at most as many
+// sessions as its own (docs/protocol.md §4.3).
+func (s *Server) NewSessionFrom(peer netip.Addr) (*Session, error) {
+	peer = peer.Unmap()
 	var id uint32
-	for id == 0 || s.sessions[id] != nil {
+	for id == 0 {
 		var b [4]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return nil, fmt.Errorf("udpaudio: connection id: %w", err)
@@ -163,23 +199,111 @@ func (s *Server) NewSession() (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := s.now()
 	ss := &Session{
-		srv:    s,
-		keys:   keys,
-		block:  keys.block(),
-		frames: make(chan Frame, s.cfg.QueueLen),
-		done:   make(chan struct{}),
-		last:   s.now(),
+		srv:       s,
+		keys:      keys,
+		block:     keys.block(),
+		peer:      peer,
+		quota:     quotaKey(peer),
+		frames:    make(chan Frame, s.cfg.QueueLen),
+		done:      make(chan struct{}),
+		last:      now,
+		lastUp:    now,
+		homeLast:  now,
+		limit:     rate.NewLimiter(rate.Limit(s.cfg.SessionRate), s.cfg.SessionRate),
+		bindLimit: rate.NewLimiter(rate.Limit(s.cfg.SessionRate), s.cfg.SessionRate),
+	}
+
+	s.mu.Lock()
+	if s.sessions == nil {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if s.sessions[id] != nil { // 1 in 2^32/4096: draw again
+		s.mu.Unlock()
+		return s.NewSessionFrom(peer)
+	}
+	var victim *Session
+	switch {
+	case peer.IsValid() && len(s.byPeer[ss.quota]) >= s.cfg.MaxSessionsPerAddr:
+		victim = leastValuable(s.byPeer[ss.quota])
+	case len(s.sessions) >= s.cfg.MaxSessions:
+		var heaviest []*Session
+		for _, list := range s.byPeer {
+			if len(list) > len(heaviest) {
+				heaviest = list
+			}
+		}
+		victim = leastValuable(heaviest)
+	}
+	if victim != nil {
+		s.removeLocked(victim)
 	}
 	s.sessions[id] = ss
+	s.byPeer[ss.quota] = append(s.byPeer[ss.quota], ss)
+	s.mu.Unlock()
+
+	if victim != nil {
+		s.stats.recl.Add(1)
+		s.cfg.Logger.Info("udp audio session reclaimed for a new one", "ssrc", victim.ID(), "peer", victim.peer, "for", peer)
+		victim.end()
+	}
 	return ss, nil
 }
 
-func (s *Server) remove(id uint32, ss *Session) {
-	s.mu.Lock()
-	if s.sessions[id] == ss {
-		delete(s.sessions, id)
+// quotaKey is the address whose quota a session of peer uses: the IPv4
+// address, or the /64 of an IPv6 one (one subscriber's network, as the OTA
+// limits count it).
+func quotaKey(peer netip.Addr) netip.Addr {
+	if peer.Is6() {
+		p, _ := peer.Prefix(64)
+		return p.Addr()
 	}
+	return peer
+}
+
+// leastValuable picks the session to end for a new one among list (the
+// sessions of one peer address): one that never received a valid
+// datagram, else the one quiet for longest. s.mu is held.
+func leastValuable(list []*Session) *Session {
+	var best *Session
+	var bestProven bool
+	var bestLast time.Time
+	for _, o := range list {
+		proven, last := o.value()
+		if best == nil || !proven && bestProven || proven == bestProven && last.Before(bestLast) {
+			best, bestProven, bestLast = o, proven, last
+		}
+	}
+	return best
+}
+
+// removeLocked takes ss out of the table; s.mu is held.
+func (s *Server) removeLocked(ss *Session) {
+	if s.sessions[ss.ID()] != ss {
+		return
+	}
+	delete(s.sessions, ss.ID())
+	list := s.byPeer[ss.quota]
+	for i, o := range list {
+		if o == ss {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.byPeer, ss.quota)
+	} else {
+		s.byPeer[ss.quota] = list
+	}
+}
+
+func (s *Server) remove(ss *Session) {
+	s.mu.Lock()
+	s.removeLocked(ss)
 	s.mu.Unlock()
 }
 
@@ -191,7 +315,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stop()
 	defer s.shutdown()
 
-	buf := make([]byte, 2048) // > MaxDatagram, so over-long datagrams fail the length rule
+	buf := make([]byte, 2048) // > MaxDatagram, so over-long datagrams are seen as such
 	nextSweep := s.now().Add(time.Second)
 	_ = s.conn.SetReadDeadline(nextSweep)
 	for {
@@ -228,11 +352,15 @@ func (s *Server) shutdown() {
 	_ = s.conn.Close()
 }
 
-// receive handles one datagram; only the read loop calls it.
+// receive handles one datagram; only the read loop calls it. The length
+// and shape rules come first (they cost nothing), then the session lookup:
+// a datagram naming a session is charged to that session's budgets, so
+// junk from the device's own IP (a NAT neighbour, a spoofed source) cannot
+// spend the device's; one naming none is charged to its source IP's.
 func (s *Server) receive(b []byte, from netip.AddrPort, now time.Time) {
 	s.stats.received.Add(1)
-	if !s.allow(from.Addr().Unmap(), now) {
-		s.stats.flood.Add(1)
+	if len(b) > MaxDatagram {
+		s.stats.long.Add(1)
 		return
 	}
 	h, err := ParseHeader(b)
@@ -240,10 +368,15 @@ func (s *Server) receive(b []byte, from netip.AddrPort, now time.Time) {
 		s.stats.shape.Add(1)
 		return
 	}
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	s.mu.Lock()
 	ss := s.sessions[h.SSRC]
 	s.mu.Unlock()
 	if ss == nil {
+		if !s.allow(from.Addr(), now) {
+			s.stats.flood.Add(1)
+			return
+		}
 		s.stats.unknown.Add(1)
 		return
 	}
@@ -265,35 +398,23 @@ func (s *Server) sweep(now time.Time) {
 		s.cfg.Logger.Debug("udp audio session idle, closing", "ssrc", ss.keys.SSRC())
 		ss.Close()
 	}
-	for ip, b := range s.addrs {
-		if now.Sub(b.last) > 2*time.Second {
+	for ip, l := range s.addrs {
+		if l.TokensAt(now) >= float64(l.Burst()) {
 			delete(s.addrs, ip)
 		}
 	}
 }
 
-// bucket is a token bucket of datagrams for one source IP.
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
+// allow charges one datagram to the budget of source IP ip; beyond
+// MaxAddrs addresses, new ones share one budget.
 func (s *Server) allow(ip netip.Addr, now time.Time) bool {
-	b := s.addrs[ip]
-	if b == nil {
-		if len(s.addrs) < s.cfg.MaxAddrs {
-			b = &bucket{tokens: float64(s.cfg.AddrRate), last: now}
-			s.addrs[ip] = b
-		} else {
-			b = &s.overflow
+	l := s.addrs[ip]
+	if l == nil {
+		if len(s.addrs) >= s.cfg.MaxAddrs {
+			return s.overflow.AllowN(now, 1)
 		}
+		l = rate.NewLimiter(rate.Limit(s.cfg.AddrRate), s.cfg.AddrRate)
+		s.addrs[ip] = l
 	}
-	rate := float64(s.cfg.AddrRate)
-	b.tokens = min(rate, b.tokens+now.Sub(b.last).Seconds()*rate)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	return l.AllowN(now, 1)
 }

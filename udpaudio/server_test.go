@@ -72,7 +72,9 @@ func recvFrame(t *testing.T, ss *Session) Frame {
 	}
 }
 
-func opus(i int) []byte { return []byte(fmt.Sprintf("opus frame %03d with some audio bytes", i)) }
+// opus is a frame the hub accepts from a new address: a mono Opus TOC
+// (SILK wideband 60 ms, one frame) and some bytes.
+func opus(i int) []byte { return []byte(fmt.Sprintf("\x58opus frame %03d with some audio bytes", i)) }
 
 func TestEchoBothWaysWithTheFirmwareRules(t *testing.T) {
 	s := start(t, Config{})
@@ -275,13 +277,7 @@ func TestIdleSessionEnds(t *testing.T) {
 func TestSessionAndQueueBounds(t *testing.T) {
 	s := New(nil, Config{MaxSessions: 2, QueueLen: 2})
 	a, _ := s.NewSession()
-	if _, err := s.NewSession(); err != nil {
-		t.Fatal(err)
-	}
-	_, err := s.NewSession()
-	if hub.ErrorCode(err) != hub.ECONFLICT {
-		t.Fatalf("third session with MaxSessions 2: %v", err)
-	}
+	b, _ := s.NewSession()
 	now := time.Unix(1000, 0)
 	from := netip.MustParseAddrPort("10.0.0.5:1")
 	for seq := uint32(1); seq <= 3; seq++ {
@@ -290,6 +286,21 @@ func TestSessionAndQueueBounds(t *testing.T) {
 	if st := s.Stats(); st.Accepted != 2 || st.DroppedQueue != 1 {
 		t.Fatalf("queue of 2, 3 frames unread: %+v", st)
 	}
+	// A third session with MaxSessions 2 takes the place of the one that
+	// never received a datagram.
+	if _, err := s.NewSession(); err != nil {
+		t.Fatalf("third session with MaxSessions 2: %v", err)
+	}
+	select {
+	case <-b.Done():
+	default:
+		t.Fatal("the unused session was not reclaimed")
+	}
+	select {
+	case <-a.Done():
+		t.Fatal("the session in use was reclaimed")
+	default:
+	}
 	if err := a.Send(make([]byte, MaxPayload+1), 0); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("Send of %d bytes = %v", MaxPayload+1, err)
 	}
@@ -297,8 +308,8 @@ func TestSessionAndQueueBounds(t *testing.T) {
 	if err := a.Send(opus(1), 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Send after Close = %v", err)
 	}
-	if _, err := s.NewSession(); err != nil {
-		t.Fatalf("a closed session still counts against MaxSessions: %v", err)
+	if s.Sessions() != 1 || s.Stats().Reclaimed != 1 {
+		t.Fatalf("%d sessions open, %d reclaimed", s.Sessions(), s.Stats().Reclaimed)
 	}
 }
 

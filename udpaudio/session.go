@@ -5,6 +5,24 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// The sequence and address rules (docs/protocol.md §4.3).
+const (
+	// A datagram's sequence may be at most seqSlack + seqPerSecond per
+	// second since the last accepted datagram above that one's: a device
+	// sends 17 to 50 a second, so only a forged jump (0xFFFFFFFF, which
+	// would make every later frame "old") is refused, and a device whose
+	// datagrams were lost for a while is let in again.
+	seqSlack     = 64
+	seqPerSecond = 100
+	// rebindQuiet is how long a session's address must have sent nothing
+	// before a datagram from another port of the same IP may take its place
+	// (a NAT rebinding comes after silence; a talking device sends every
+	// 60 ms, so junk from its IP cannot move its channel).
+	rebindQuiet = time.Second
 )
 
 // Frame is one decrypted uplink Opus frame.
@@ -14,24 +32,32 @@ type Frame struct {
 	Opus      []byte // owned by the receiver
 }
 
-// Session is one device's audio channel: its keys, the address learned
-// from its first valid datagram, and the sequence counters of both
-// directions. It lives from one accepted server hello to the goodbye (or
-// IdleTimeout); a new hello needs a new Session.
+// Session is one device's audio channel: its keys, the address bound by
+// its first valid datagram, and the sequence counters of both directions.
+// It lives from one accepted server hello to the goodbye (or IdleTimeout);
+// a new hello needs a new Session.
 type Session struct {
-	srv    *Server
-	keys   Keys
-	block  cipher.Block
-	frames chan Frame
-	done   chan struct{}
+	srv       *Server
+	keys      Keys
+	block     cipher.Block
+	peer      netip.Addr // the device's MQTT peer IP; zero if unknown
+	quota     netip.Addr // quotaKey(peer)
+	frames    chan Frame
+	done      chan struct{}
+	limit     *rate.Limiter // datagrams from the bound address
+	bindLimit *rate.Limiter // datagrams from anywhere else
 
-	mu      sync.Mutex
-	addr    netip.AddrPort // zero until the first valid uplink datagram
-	upSeq   uint32         // last accepted uplink sequence
-	downSeq uint32         // last sent downlink sequence
-	last    time.Time
-	closed  bool
-	sendBuf []byte
+	mu       sync.Mutex
+	addr     netip.AddrPort // bound address: zero until the first valid uplink datagram
+	upSeq    uint32         // last accepted uplink sequence
+	lastUp   time.Time      // when it was accepted (the session's start before)
+	homeSeq  uint32         // last sequence accepted from the peer IP
+	homeLast time.Time      // when
+	proven   bool           // a datagram was accepted
+	downSeq  uint32         // last sent downlink sequence
+	last     time.Time      // last activity either way, or Touch
+	closed   bool
+	sendBuf  []byte
 }
 
 // ID is the connection id (ssrc) in the session's nonce.
@@ -72,9 +98,17 @@ func (ss *Session) lastActive() time.Time {
 	return ss.last
 }
 
+// value is what decides which session makes room for a new one: whether
+// a datagram was ever accepted, and the last activity.
+func (ss *Session) value() (proven bool, last time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.proven, ss.last
+}
+
 // Close ends the session; later datagrams with its id are unknown.
 func (ss *Session) Close() {
-	ss.srv.remove(ss.ID(), ss)
+	ss.srv.remove(ss)
 	ss.end()
 }
 
@@ -88,9 +122,11 @@ func (ss *Session) end() {
 	}
 }
 
-// receive applies the session rules to a datagram whose shape was checked:
-// uplink flags, the learned source address, a strictly increasing sequence
-// (gaps are fine, as in the firmware). Only the read loop calls it.
+// receive applies the session rules to a datagram whose length and shape
+// were checked: uplink flags, a per-session budget, the bound address, a
+// sequence above the last accepted one by less than the jump bound (gaps
+// are fine, as in the firmware). A datagram from another address may bind
+// it only if it proves itself (bindFrom). Only the read loop calls it.
 func (ss *Session) receive(h Header, b []byte, from netip.AddrPort, now time.Time) {
 	st := &ss.srv.stats
 	if h.Flags != uplinkFlags {
@@ -99,28 +135,99 @@ func (ss *Session) receive(h Header, b []byte, from netip.AddrPort, now time.Tim
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	switch {
-	case ss.closed:
+	if ss.closed {
 		st.unknown.Add(1)
 		return
-	case ss.addr.IsValid() && ss.addr != from:
+	}
+	if ss.addr.IsValid() && from == ss.addr {
+		if !ss.limit.AllowN(now, 1) {
+			st.flood.Add(1)
+			return
+		}
+		if ss.sequenceOK(h.Sequence, ss.upSeq, ss.lastUp, now) {
+			ss.accept(h, Open(nil, ss.block, b), from, now)
+		}
+		return
+	}
+	// From another address: junk from a NAT neighbour or a spoofed
+	// source spends this budget, never the bound address's.
+	if !ss.bindLimit.AllowN(now, 1) {
+		st.flood.Add(1)
+		return
+	}
+	base, since, ok := ss.bindFrom(from, now)
+	if !ok {
 		st.addr.Add(1)
 		return
-	case h.Sequence <= ss.upSeq:
-		st.old.Add(1)
+	}
+	if !ss.sequenceOK(h.Sequence, base, since, now) {
 		return
 	}
-	f := Frame{Timestamp: h.Timestamp, Sequence: h.Sequence, Opus: Open(nil, ss.block, b)}
-	if !ss.addr.IsValid() {
-		ss.addr = from
+	opus := Open(nil, ss.block, b)
+	if !plausibleOpus(opus) {
+		st.addr.Add(1)
+		return
 	}
-	ss.upSeq = h.Sequence
-	ss.last = now
+	ss.addr = from
+	ss.accept(h, opus, from, now)
+}
+
+// bindFrom says whether a datagram from `from`, which is not the bound
+// address, may bind it, and which accepted sequence (and when) its
+// sequence must follow:
+//   - no address bound yet: any address may, the first plausible datagram
+//     wins;
+//   - from the MQTT peer's IP while another IP is bound: at once (the
+//     device's own IP takes its channel back from a stranger who spoke
+//     first), following the last sequence accepted from that IP;
+//   - from another port of the bound IP: once the bound port has been
+//     quiet for rebindQuiet (the NAT gave the device a new port);
+//   - from any other IP: never.
+//
+// ss.mu is held.
+func (ss *Session) bindFrom(from netip.AddrPort, now time.Time) (base uint32, since time.Time, ok bool) {
+	fromHome := ss.peer.IsValid() && from.Addr() == ss.peer
+	switch {
+	case !ss.addr.IsValid():
+		return ss.upSeq, ss.lastUp, true
+	case fromHome && ss.addr.Addr() != ss.peer:
+		return ss.homeSeq, ss.homeLast, true
+	case from.Addr() == ss.addr.Addr() && now.Sub(ss.lastUp) >= rebindQuiet:
+		return ss.upSeq, ss.lastUp, true
+	}
+	return 0, time.Time{}, false
+}
+
+// sequenceOK checks seq against the last accepted sequence base, accepted
+// at since, and counts a refusal. ss.mu is held.
+func (ss *Session) sequenceOK(seq, base uint32, since, now time.Time) bool {
+	if seq <= base {
+		ss.srv.stats.old.Add(1)
+		return false
+	}
+	window := uint64(seqSlack)
+	if d := now.Sub(since); d > 0 {
+		window += uint64(d.Seconds() * seqPerSecond)
+	}
+	if uint64(seq-base) > window {
+		ss.srv.stats.jump.Add(1)
+		return false
+	}
+	return true
+}
+
+// accept records a datagram that passed every rule and queues its frame.
+// ss.mu is held.
+func (ss *Session) accept(h Header, opus []byte, from netip.AddrPort, now time.Time) {
+	ss.upSeq, ss.lastUp, ss.last, ss.proven = h.Sequence, now, now, true
+	if ss.peer.IsValid() && from.Addr() == ss.peer {
+		ss.homeSeq, ss.homeLast = h.Sequence, now
+	}
 	select {
-	case ss.frames <- f:
-		st.accepted.Add(1)
+	case ss.frames <- Frame{Timestamp: h.Timestamp, Sequence: h.Sequence, Opus: opus}:
+		ss.srv.stats.accepted.Add(1)
 	default:
-		st.queued.Add(1)
+		ss.srv.stats.queued.Add(1)
 	}
 }
 

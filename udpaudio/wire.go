@@ -4,10 +4,12 @@
 // keys, the sequence rules, and a Server that owns one UDP socket and
 // demultiplexes datagrams to sessions by the connection id in the header.
 //
-// It is not yet wired into the hub: the session package will hand a Session
-// to its voice pipeline once it has a transport seam. The wire is exactly
-// what firmware 2.4.2's main/protocols/mqtt_protocol.cc builds and accepts
-// (docs/protocol.md §4; research brief voice-and-mqtt.md §5, §8).
+// mqttlink opens a Session for each conversation's hello. The wire is
+// exactly what firmware 2.4.2's main/protocols/mqtt_protocol.cc builds and
+// accepts (docs/protocol.md §4.3); the hub's own rules on top of it (the
+// 1,500-byte limit, budgets, sequence window, which datagram may bind a
+// session's address, the session table's quotas) are in docs/protocol.md
+// §4.3 too.
 package udpaudio
 
 import (
@@ -39,7 +41,7 @@ const MaxPayload = MaxDatagram - HeaderSize
 // uplink header copies byte 1 from the server nonce (uplinkFlags), so
 // downlink headers use another value: otherwise, with the same ssrc,
 // timestamp and sequence, both directions would encrypt with the same
-// keystream (voice-and-mqtt.md §8.6).
+// keystream.
 const (
 	uplinkFlags   = 0x00
 	downlinkFlags = 0x01
