@@ -292,6 +292,26 @@ func (b *Broker) forget(conn net.Conn) {
 	b.mu.Unlock()
 }
 
+// ReasonWill is the refusal of a CONNECT that sets a Last Will.
+const ReasonWill = "a Last Will is not permitted on this broker: the broker would publish it on the device's behalf, unchecked (the firmware never sets one)"
+
+// refuseConnect answers a refused CONNECT with code (MQTT 5), or the
+// nearest MQTT 3.1.1 return code (mochi maps only some), and returns the
+// error that ends the connection.
+func (b *Broker) refuseConnect(cl *mqtt.Client, code packets.Code) error {
+	send := code
+	if cl.Properties.ProtocolVersion < 5 {
+		switch code {
+		case packets.ErrNotAuthorized:
+			send = packets.Err3NotAuthorized
+		case packets.ErrServerBusy, packets.ErrQuotaExceeded:
+			send = packets.Err3ServerUnavailable
+		}
+	}
+	_ = b.srv.SendConnack(cl, send, false, nil)
+	return code
+}
+
 func (b *Broker) refuse(cl *mqtt.Client, username, deviceID, reason string) {
 	b.refused.Add(1)
 	b.cfg.OnRefused(Refusal{ClientID: cl.ID, Username: username, DeviceID: deviceID, Remote: cl.Net.Remote, Reason: reason})

@@ -24,31 +24,46 @@ func (h *hook) Provides(b byte) bool {
 	}, []byte{b})
 }
 
-// OnConnect bounds the keepalive: 0 (never expire) or a huge value would
-// keep a dead connection forever.
+// OnConnect bounds the keepalive (0, never expire, or a huge value would
+// keep a dead connection forever), asks the hub who the credentials belong
+// to, and refuses a Last Will. A refusal here answers CONNACK itself:
+// mochi's own answer to a failed authentication knows only "bad username
+// or password".
+//
+// A will is a message the broker publishes on the client's behalf when
+// the connection ends without DISCONNECT (or when the hub closes it), and
+// mochi publishes it without asking OnACLCheck: a will on another
+// device's downlink topic would reach that device as if the hub sent it.
+// The firmware never sets one (docs/protocol.md §4), so a CONNECT with the
+// Will flag is refused as not authorized, as Mosquitto refuses a will
+// whose topic its ACL denies.
 func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	if max := h.b.cfg.MaxKeepalive; cl.State.Keepalive == 0 || cl.State.Keepalive > max {
 		cl.State.Keepalive = max
 	}
-	return nil
-}
-
-// OnConnectAuthenticate asks the hub who the credentials belong to.
-func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
 	user := string(pk.Connect.Username)
 	id, err := h.b.cfg.Authenticate(cl.ID, user, string(pk.Connect.Password), cl.Net.Remote)
 	if err != nil {
 		h.b.refuse(cl, user, "", hub.ErrorMessage(err))
-		return false
+		return h.b.refuseConnect(cl, packets.ErrBadUsernameOrPassword)
 	}
 	if err := checkTopicSafe(id); err != nil {
 		h.b.refuse(cl, user, id, err.Error())
-		return false
+		return h.b.refuseConnect(cl, packets.ErrBadUsernameOrPassword)
+	}
+	if pk.Connect.WillFlag {
+		h.b.refuse(cl, user, id, ReasonWill)
+		return h.b.refuseConnect(cl, packets.ErrNotAuthorized)
 	}
 	h.b.mu.Lock()
 	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl}
 	h.b.mu.Unlock()
-	return true
+	return nil
+}
+
+// OnConnectAuthenticate admits the connections OnConnect authenticated.
+func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	return h.b.lookup(cl) != nil
 }
 
 // OnACLCheck confines a device to publishing on its uplink topic and to
