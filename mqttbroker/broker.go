@@ -79,10 +79,19 @@ type Config struct {
 	OnDisconnect func(deviceID string, reason Reason)
 	OnRefused    func(Refusal)
 
-	MaxConnections int           // TCP connections at once, default 10000
-	MaxMessage     int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
-	ConnectTimeout time.Duration // to send CONNECT after dialling, default 10 s
-	MaxKeepalive   uint16        // keepalive 0 or above this is treated as this, default 600 s
+	MaxConnections int // TCP connections at once, default 10000
+	// MaxPending bounds the connections that have not logged in yet (no
+	// CONNECT accepted), default 1024, and MaxPendingPerAddress those
+	// from one source address (an IPv4 address or an IPv6 /64), default
+	// 64; a connection over either is closed at once. A flood of sockets
+	// that never send CONNECT thus costs at most MaxPending connections
+	// (each closed after ConnectTimeout), and one address alone cannot
+	// keep devices elsewhere from logging in.
+	MaxPending           int
+	MaxPendingPerAddress int
+	MaxMessage           int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
+	ConnectTimeout       time.Duration // to send CONNECT after dialling, default 10 s
+	MaxKeepalive         uint16        // keepalive 0 or above this is treated as this, default 600 s
 	// MessageRate bounds the messages per second one connection may send
 	// on average, with bursts of MessageBurst (default 2×rate); the excess
 	// is dropped. 0 (the default): no limit here. The hub's device session
@@ -100,6 +109,8 @@ type Stats struct {
 	NotJSON     uint64 // device payloads that are not JSON
 	Refused     uint64 // refusals reported through OnRefused
 	OverLimit   uint64 // connections closed at MaxConnections
+	OverPending uint64 // connections closed at MaxPending or MaxPendingPerAddress
+	Pending     int    // connections open now that have not logged in
 	SendDropped uint64 // Publish payloads dropped because the device's queue was full
 	RateLimited uint64 // device messages over MessageRate
 }
@@ -110,7 +121,7 @@ type Broker struct {
 	srv *mqtt.Server
 	ln  *listener
 
-	oversized, notJSON, refused, overLimit, sendDropped, rateLimited atomic.Uint64
+	oversized, notJSON, refused, overLimit, overPending, sendDropped, rateLimited atomic.Uint64
 
 	mu      sync.Mutex
 	byConn  map[net.Conn]*device // authenticated connections
@@ -183,8 +194,9 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.ln = &listener{
 		ln: ln, connectTimeout: cfg.ConnectTimeout,
-		slots: make(chan struct{}, cfg.MaxConnections), conns: make(map[net.Conn]struct{}),
-		onConnGone: b.forget, overLimit: &b.overLimit,
+		slots: make(chan struct{}, cfg.MaxConnections), conns: make(map[net.Conn]string),
+		maxPending: cfg.MaxPending, maxPendingPerAddr: cfg.MaxPendingPerAddress, pending: make(map[string]int),
+		onConnGone: b.forget, overLimit: &b.overLimit, overPending: &b.overPending,
 	}
 	if err := b.srv.AddHook(&hook{b: b}, nil); err != nil {
 		ln.Close()
@@ -200,6 +212,12 @@ func New(cfg Config) (*Broker, error) {
 func (c *Config) defaults() {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 10000
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = 1024
+	}
+	if c.MaxPendingPerAddress <= 0 {
+		c.MaxPendingPerAddress = 64
 	}
 	if c.MaxMessage <= 0 {
 		c.MaxMessage = 64 << 10
@@ -276,7 +294,7 @@ func (b *Broker) Connected(deviceID string) bool {
 // Stats returns the drop counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Oversized: b.oversized.Load(), NotJSON: b.notJSON.Load(), Refused: b.refused.Load(),
-		OverLimit: b.overLimit.Load(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load()}
+		OverLimit: b.overLimit.Load(), OverPending: b.overPending.Load(), Pending: b.ln.pendingCount(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load()}
 }
 
 func (b *Broker) lookup(cl *mqtt.Client) *device {

@@ -58,6 +58,7 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	h.b.mu.Lock()
 	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl}
 	h.b.mu.Unlock()
+	h.b.ln.loggedIn(cl.Net.Conn)
 	return nil
 }
 
