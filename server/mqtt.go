@@ -62,7 +62,7 @@ func (h *Hub) bindMQTT(a mqttAddrs) (*mqttSide, error) {
 	}
 	side := &mqttSide{}
 	b, err := mqttbroker.New(mqttbroker.Config{
-		Addr: a.listen, TLS: tlsCfg,
+		Addr: a.listen, TLS: tlsCfg, MaxPending: a.maxPending, MaxPendingPerAddress: a.pendingPerAddr,
 		Authenticate: func(clientID, username, password, remote string) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -255,7 +255,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		b := c.m.broker.Stats()
 		drops = map[string]uint64{"oversized": b.Oversized, "not_json": b.NotJSON, "refused": b.Refused,
-			"over_connection_limit": b.OverLimit, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
+			"over_connection_limit": b.OverLimit, "over_pending_limit": b.OverPending, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
 	}
 	for reason, n := range drops {
 		ch <- prometheus.MustNewConstMetric(mqttDroppedDesc, prometheus.CounterValue, float64(n), reason)
