@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,6 +96,7 @@ func (rc *rawClient) read() (packets.Packet, error) {
 	if err != nil {
 		return pk, err
 	}
+	pk.FixedHeader.Remaining = n
 	body := make([]byte, n)
 	if _, err := io.ReadFull(rc.r, body); err != nil {
 		return pk, err
@@ -255,6 +257,62 @@ func TestNoPublishingOnAnotherDevicesBehalf(t *testing.T) {
 				if !strings.HasPrefix(m.TopicName, "$SYS/") || string(m.Payload) == `{"type":"sys"}` {
 					t.Errorf("retained %q on %s", m.Payload, m.TopicName)
 				}
+			}
+		})
+	}
+}
+
+// A device whose packets keep being refused is disconnected after
+// MaxRefusals within the window (MQTT 5: DISCONNECT with the reason),
+// so a loop of refused publishes costs a bounded number of refusal
+// reports; a few refusals leave the connection in place.
+func TestRefusedPublishLoopDisconnects(t *testing.T) {
+	for _, v := range []byte{4, 5} {
+		t.Run(protocolName(v), func(t *testing.T) {
+			var refusals atomic.Int64
+			b, h := startBroker(t, func(c *Config) { // default limit: 10 refusals a minute
+				c.OnRefused = func(Refusal) { refusals.Add(1) }
+			})
+			const attacker, victim = "aa:bb:cc:dd:ee:01", "aa:bb:cc:dd:ee:02"
+			rc := dialRaw(t, b.Addr(), v)
+			rc.login(rawLogin(b, attacker))
+			expectEvent(t, h, "connect "+attacker)
+			const sent = 5000
+			for i := range sent {
+				pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: DownlinkTopic(victim), Payload: []byte(`{"type":"x"}`)}
+				if i%2 == 1 { // and bad payloads on its own topic
+					pk.TopicName, pk.Payload = UplinkTopic(attacker), []byte("not json")
+				}
+				var buf bytes.Buffer
+				pk.ProtocolVersion = v
+				_ = pk.PublishEncode(&buf)
+				if _, err := rc.conn.Write(buf.Bytes()); err != nil {
+					break // closed by the broker
+				}
+			}
+			want := "disconnect " + attacker + ": " + string(ReasonRefusals)
+			if e := next(t, h.events, "the disconnection"); !strings.HasPrefix(e, want) {
+				t.Fatalf("event %q, want %q…", e, want)
+			}
+			if v == 5 {
+				for {
+					pk, err := rc.read()
+					if err != nil {
+						t.Fatalf("no DISCONNECT before the connection closed: %v", err)
+					}
+					if pk.FixedHeader.Type == packets.Disconnect {
+						if pk.ReasonCode < 0x80 {
+							t.Fatalf("DISCONNECT code %#x", pk.ReasonCode)
+						}
+						break
+					}
+				}
+			}
+			if n := refusals.Load(); n > 11 {
+				t.Fatalf("%d refusals reported for %d refused packets", n, sent)
+			}
+			if st := b.Stats(); st.StruckOut != 1 {
+				t.Fatalf("stats %+v", st)
 			}
 		})
 	}

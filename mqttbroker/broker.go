@@ -21,6 +21,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +31,7 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 	hub "github.com/xiaozhi-hub/hub"
+	"golang.org/x/time/rate"
 )
 
 // Reason says why a device's connection ended.
@@ -42,6 +45,7 @@ const (
 	ReasonShutdown   Reason = "the hub is shutting down"
 	ReasonProtocol   Reason = "MQTT protocol error"
 	ReasonHub        Reason = "closed by the hub"
+	ReasonRefusals   Reason = "the broker refused the client's packets"
 )
 
 // Client is a device's authenticated connection.
@@ -101,6 +105,12 @@ type Config struct {
 	// connection down by back-pressure.
 	MessageRate  float64
 	MessageBurst int
+	// A connection whose packets are refused more than MaxRefusals times
+	// (default 10) within RefusalWindow (default 1 min) is closed:
+	// publishes to foreign topics, subscriptions, payloads too large or
+	// not JSON. The firmware sends none of them.
+	MaxRefusals   int
+	RefusalWindow time.Duration
 }
 
 // Stats counts what the broker dropped.
@@ -113,6 +123,7 @@ type Stats struct {
 	Pending     int    // connections open now that have not logged in
 	SendDropped uint64 // Publish payloads dropped because the device's queue was full
 	RateLimited uint64 // device messages over MessageRate
+	StruckOut   uint64 // connections closed for packets refused over MaxRefusals
 }
 
 // Broker is the embedded broker. Run serves it.
@@ -121,7 +132,7 @@ type Broker struct {
 	srv *mqtt.Server
 	ln  *listener
 
-	oversized, notJSON, refused, overLimit, overPending, sendDropped, rateLimited atomic.Uint64
+	oversized, notJSON, refused, overLimit, overPending, sendDropped, rateLimited, struckOut atomic.Uint64
 
 	mu      sync.Mutex
 	byConn  map[net.Conn]*device // authenticated connections
@@ -133,6 +144,9 @@ type Broker struct {
 type device struct {
 	id string
 	cl *mqtt.Client
+
+	strikes   *rate.Limiter // refused packets (strike)
+	struckOut atomic.Bool
 
 	// Message rate bucket; only the connection's read goroutine touches it.
 	tokens float64
@@ -228,6 +242,12 @@ func (c *Config) defaults() {
 	if c.MaxKeepalive == 0 {
 		c.MaxKeepalive = 600
 	}
+	if c.MaxRefusals <= 0 {
+		c.MaxRefusals = 10
+	}
+	if c.RefusalWindow <= 0 {
+		c.RefusalWindow = time.Minute
+	}
 	if c.MessageRate > 0 && c.MessageBurst <= 0 {
 		c.MessageBurst = max(1, int(2*c.MessageRate))
 	}
@@ -294,7 +314,7 @@ func (b *Broker) Connected(deviceID string) bool {
 // Stats returns the drop counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Oversized: b.oversized.Load(), NotJSON: b.notJSON.Load(), Refused: b.refused.Load(),
-		OverLimit: b.overLimit.Load(), OverPending: b.overPending.Load(), Pending: b.ln.pendingCount(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load()}
+		OverLimit: b.overLimit.Load(), OverPending: b.overPending.Load(), Pending: b.ln.pendingCount(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load(), StruckOut: b.struckOut.Load()}
 }
 
 func (b *Broker) lookup(cl *mqtt.Client) *device {
@@ -349,6 +369,8 @@ func reason(cl *mqtt.Client, err error) Reason {
 		return ReasonReplaced
 	case errors.Is(cause, packets.ErrAdministrativeAction):
 		return ReasonHub
+	case errors.As(cause, &code) && strings.HasPrefix(code.Reason, string(ReasonRefusals)):
+		return Reason(code.Reason)
 	case errors.Is(cause, packets.ErrServerShuttingDown):
 		return ReasonShutdown
 	case errors.Is(cause, os.ErrDeadlineExceeded):
@@ -370,14 +392,38 @@ func reason(cl *mqtt.Client, err error) Reason {
 // builds some messages without escaping (docs/protocol.md §12 item 25), and
 // the session recovers the call id from such a frame to fail that call at
 // once instead of leaving it to time out.
-func (b *Broker) payloadOK(p []byte) bool {
+//
+// A refused payload returns the MQTT 5 reason code and what was wrong.
+func (b *Broker) payloadOK(p []byte) (packets.Code, string) {
 	if len(p) > b.cfg.MaxMessage {
 		b.oversized.Add(1)
-		return false
+		return packets.ErrPacketTooLarge, "payloads over " + strconv.Itoa(b.cfg.MaxMessage) + " bytes"
 	}
 	if t := bytes.TrimLeft(p, " \t\r\n"); len(t) == 0 || t[0] != '{' || !utf8.Valid(t) {
 		b.notJSON.Add(1)
-		return false
+		return packets.ErrPayloadFormatInvalid, "payloads that are not JSON objects"
 	}
-	return true
+	return packets.CodeSuccess, ""
+}
+
+// newStrikes is a connection's allowance of refused packets: MaxRefusals
+// within RefusalWindow, refilled steadily.
+func (b *Broker) newStrikes() *rate.Limiter {
+	return rate.NewLimiter(rate.Every(b.cfg.RefusalWindow/time.Duration(b.cfg.MaxRefusals)), b.cfg.MaxRefusals)
+}
+
+// strike counts a refused packet of the device's connection (a publish to
+// a foreign topic, a subscription, a bad payload); over its allowance the
+// connection is closed with code (MQTT 5 DISCONNECT) and the refusal is
+// reported. The firmware sends none of these, so a client that keeps
+// sending them is not a device to keep serving; the rest of the time a
+// refused packet is dropped and the connection stays.
+func (b *Broker) strike(cl *mqtt.Client, d *device, code packets.Code, what string) {
+	if d.strikes.Allow() || !d.struckOut.CompareAndSwap(false, true) {
+		return
+	}
+	b.struckOut.Add(1)
+	why := fmt.Sprintf("%s %d times within %v: %s", ReasonRefusals, b.cfg.MaxRefusals+1, b.cfg.RefusalWindow, what)
+	b.refuse(cl, d.id, d.id, why)
+	_ = b.srv.DisconnectClient(cl, packets.Code{Code: code.Code, Reason: why})
 }

@@ -56,7 +56,7 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		return h.b.refuseConnect(cl, packets.ErrNotAuthorized)
 	}
 	h.b.mu.Lock()
-	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl}
+	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl, strikes: h.b.newStrikes()}
 	h.b.mu.Unlock()
 	h.b.ln.loggedIn(cl.Net.Conn)
 	return nil
@@ -82,6 +82,7 @@ func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 		what = "publish to"
 	}
 	h.b.refuse(cl, d.id, d.id, what+" foreign topic "+topic)
+	h.b.strike(cl, d, packets.ErrNotAuthorized, what+" foreign topics")
 	return false
 }
 
@@ -138,7 +139,11 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 		return pk, nil
 	}
 	d := h.b.lookup(cl)
-	if d == nil || !h.b.payloadOK(pk.Payload) {
+	if d == nil {
+		return pk, packets.ErrRejectPacket
+	}
+	if code, why := h.b.payloadOK(pk.Payload); code != packets.CodeSuccess {
+		h.b.strike(cl, d, code, why)
 		return pk, packets.ErrRejectPacket
 	}
 	if h.b.cfg.MessageRate > 0 && !d.allow(time.Now(), h.b.cfg.MessageRate, h.b.cfg.MessageBurst) {
