@@ -112,7 +112,7 @@ const (
 // admit registers an accepted connection, not logged in yet, and its
 // goroutine, if the pending limits allow it.
 func (l *listener) admit(conn net.Conn) admission {
-	key := sourceKey(conn.RemoteAddr())
+	key := SourceKey(conn.RemoteAddr().String())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -154,22 +154,17 @@ func (l *listener) pendingCount() int {
 	return l.nPending
 }
 
-// sourceKey is the source a connection is counted under: its IPv4
-// address, or the /64 network of an IPv6 one (one host has a whole /64).
-func sourceKey(a net.Addr) string {
-	var ip net.IP
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		ip = a.IP
-	default:
-		host, _, err := net.SplitHostPort(a.String())
-		if err != nil {
-			return a.String()
-		}
-		ip = net.ParseIP(host)
+// SourceKey is the source a connection from remote (host:port, or a
+// host) is counted under: its IPv4 address, or the /64 network of an IPv6
+// one (one host has a whole /64).
+func SourceKey(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
 	}
+	ip := net.ParseIP(host)
 	if ip == nil {
-		return a.String()
+		return host
 	}
 	if ip4 := ip.To4(); ip4 != nil {
 		return ip4.String()
