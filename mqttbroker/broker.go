@@ -111,6 +111,15 @@ type Config struct {
 	// not JSON. The firmware sends none of them.
 	MaxRefusals   int
 	RefusalWindow time.Duration
+	// Failed logins (refused CONNECTs) from one source address are
+	// limited to MaxLoginFailures (default 20) within LoginFailureWindow
+	// (default 1 min): beyond, the address's CONNECTs are refused with
+	// "connection rate exceeded" (3.1.1: server unavailable) without
+	// checking them, so that guessing logins, or naming a device in
+	// failed logins, costs the hub little and each address little
+	// reporting. Other addresses are unaffected.
+	MaxLoginFailures   int
+	LoginFailureWindow time.Duration
 }
 
 // Stats counts what the broker dropped.
@@ -124,6 +133,7 @@ type Stats struct {
 	SendDropped uint64 // Publish payloads dropped because the device's queue was full
 	RateLimited uint64 // device messages over MessageRate
 	StruckOut   uint64 // connections closed for packets refused over MaxRefusals
+	Throttled   uint64 // CONNECTs refused unchecked: their address was over MaxLoginFailures
 }
 
 // Broker is the embedded broker. Run serves it.
@@ -132,7 +142,9 @@ type Broker struct {
 	srv *mqtt.Server
 	ln  *listener
 
-	oversized, notJSON, refused, overLimit, overPending, sendDropped, rateLimited, struckOut atomic.Uint64
+	oversized, notJSON, refused, overLimit, overPending, sendDropped, rateLimited, struckOut, loginThrottled atomic.Uint64
+
+	failures *keyedLimiter // failed logins by source address
 
 	mu      sync.Mutex
 	byConn  map[net.Conn]*device // authenticated connections
@@ -203,8 +215,9 @@ func New(cfg Config) (*Broker, error) {
 			ClientNetWriteBufferSize: 1024,
 			Logger:                   slog.New(slog.DiscardHandler), // refusals are reported through hooks, not logged per packet
 		}),
-		byConn:  make(map[net.Conn]*device),
-		devices: make(map[string]*device),
+		byConn:   make(map[net.Conn]*device),
+		devices:  make(map[string]*device),
+		failures: newKeyedLimiter(rate.Every(cfg.LoginFailureWindow/time.Duration(cfg.MaxLoginFailures)), cfg.MaxLoginFailures),
 	}
 	b.ln = &listener{
 		ln: ln, connectTimeout: cfg.ConnectTimeout,
@@ -247,6 +260,12 @@ func (c *Config) defaults() {
 	}
 	if c.RefusalWindow <= 0 {
 		c.RefusalWindow = time.Minute
+	}
+	if c.MaxLoginFailures <= 0 {
+		c.MaxLoginFailures = 20
+	}
+	if c.LoginFailureWindow <= 0 {
+		c.LoginFailureWindow = time.Minute
 	}
 	if c.MessageRate > 0 && c.MessageBurst <= 0 {
 		c.MessageBurst = max(1, int(2*c.MessageRate))
@@ -314,7 +333,7 @@ func (b *Broker) Connected(deviceID string) bool {
 // Stats returns the drop counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Oversized: b.oversized.Load(), NotJSON: b.notJSON.Load(), Refused: b.refused.Load(),
-		OverLimit: b.overLimit.Load(), OverPending: b.overPending.Load(), Pending: b.ln.pendingCount(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load(), StruckOut: b.struckOut.Load()}
+		OverLimit: b.overLimit.Load(), OverPending: b.overPending.Load(), Pending: b.ln.pendingCount(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load(), StruckOut: b.struckOut.Load(), Throttled: b.loginThrottled.Load()}
 }
 
 func (b *Broker) lookup(cl *mqtt.Client) *device {
@@ -342,7 +361,7 @@ func (b *Broker) refuseConnect(cl *mqtt.Client, code packets.Code) error {
 		switch code {
 		case packets.ErrNotAuthorized:
 			send = packets.Err3NotAuthorized
-		case packets.ErrServerBusy, packets.ErrQuotaExceeded:
+		case packets.ErrServerBusy, packets.ErrQuotaExceeded, packets.ErrConnectionRateExceeded:
 			send = packets.Err3ServerUnavailable
 		}
 	}

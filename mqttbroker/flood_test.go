@@ -2,7 +2,9 @@ package mqttbroker
 
 import (
 	"bufio"
+	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -75,5 +77,46 @@ func TestPreLoginFloodDoesNotLockOutDevices(t *testing.T) {
 	}
 	if st := b.Stats(); st.Pending != total {
 		t.Fatalf("stats %+v, want %d pending", st, total)
+	}
+}
+
+// Failed logins from one address are limited (20 a minute by default):
+// beyond, that address's CONNECTs are refused unchecked, even with a good
+// login, while devices elsewhere log in as usual.
+func TestLoginFailuresThrottledPerAddress(t *testing.T) {
+	var checked atomic.Int64
+	b, h := startBroker(t, func(c *Config) {
+		c.Authenticate = func(clientID, username, password, remote string) (string, error) {
+			checked.Add(1)
+			return testAuth(clientID, username, password, remote)
+		}
+	})
+	const guesses = 100
+	for i := range guesses {
+		c, err := dialFrom(t, "127.0.0.3", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := &rawClient{t: t, conn: c, r: bufio.NewReader(c), v: 4}
+		l := rawLogin(b, "aa:bb:cc:dd:ee:01")
+		l.Password = fmt.Sprintf("guess %d", i)
+		rc.send(rc.connectPacket(l))
+		if ack := rc.mustRead("CONNACK"); ack.ReasonCode == 0 {
+			t.Fatalf("guess %d accepted", i)
+		}
+		c.Close()
+	}
+	if n := checked.Load(); n != 20 {
+		t.Fatalf("%d of %d guesses checked, want 20", n, guesses)
+	}
+	if loginFrom(t, b, "127.0.0.3", "aa:bb:cc:dd:ee:01") {
+		t.Fatal("a login from the guessing address was checked")
+	}
+	if !loginFrom(t, b, "127.0.0.4", "aa:bb:cc:dd:ee:01") {
+		t.Fatal("a device's login from another address was refused")
+	}
+	expectEvent(t, h, "connect aa:bb:cc:dd:ee:01")
+	if st := b.Stats(); st.Throttled != guesses-20+1 {
+		t.Fatalf("stats %+v", st)
 	}
 }

@@ -41,17 +41,25 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	if max := h.b.cfg.MaxKeepalive; cl.State.Keepalive == 0 || cl.State.Keepalive > max {
 		cl.State.Keepalive = max
 	}
+	source := SourceKey(cl.Net.Remote)
+	if !h.b.failures.ok(source) {
+		h.b.loginThrottled.Add(1)
+		return h.b.refuseConnect(cl, packets.ErrConnectionRateExceeded)
+	}
 	user := string(pk.Connect.Username)
 	id, err := h.b.cfg.Authenticate(cl.ID, user, string(pk.Connect.Password), cl.Net.Remote)
 	if err != nil {
+		h.b.failures.take(source)
 		h.b.refuse(cl, user, "", hub.ErrorMessage(err))
 		return h.b.refuseConnect(cl, packets.ErrBadUsernameOrPassword)
 	}
 	if err := checkTopicSafe(id); err != nil {
+		h.b.failures.take(source)
 		h.b.refuse(cl, user, id, err.Error())
 		return h.b.refuseConnect(cl, packets.ErrBadUsernameOrPassword)
 	}
 	if pk.Connect.WillFlag {
+		h.b.failures.take(source)
 		h.b.refuse(cl, user, id, ReasonWill)
 		return h.b.refuseConnect(cl, packets.ErrNotAuthorized)
 	}

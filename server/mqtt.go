@@ -239,7 +239,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		b := c.m.broker.Stats()
 		drops = map[string]uint64{"oversized": b.Oversized, "not_json": b.NotJSON, "refused": b.Refused,
-			"over_connection_limit": b.OverLimit, "over_pending_limit": b.OverPending, "disconnected_for_refusals": b.StruckOut, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
+			"over_connection_limit": b.OverLimit, "over_pending_limit": b.OverPending, "disconnected_for_refusals": b.StruckOut, "login_throttled": b.Throttled, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
 	}
 	for reason, n := range drops {
 		ch <- prometheus.MustNewConstMetric(mqttDroppedDesc, prometheus.CounterValue, float64(n), reason)
