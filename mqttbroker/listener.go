@@ -43,7 +43,7 @@ func (l *listener) Init(_ *slog.Logger) error { return nil }
 // Serve accepts connections until Close; mochi runs it on its own goroutine,
 // which Close waits for through wg.
 func (l *listener) Serve(establish listeners.EstablishFn) {
-	if !l.track(nil) {
+	if !l.track() {
 		return
 	}
 	defer l.wg.Done()
@@ -81,7 +81,7 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 			_ = establish(l.ID(), conn) // refusals are reported by the hooks
 			_ = conn.Close()
 			l.mu.Lock()
-			l.loggedInLocked(conn)
+			l.releaseLocked(conn)
 			delete(l.conns, conn)
 			l.mu.Unlock()
 			l.onConnGone(conn)
@@ -91,7 +91,7 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 }
 
 // track registers the accept goroutine unless closed.
-func (l *listener) track(conn net.Conn) bool {
+func (l *listener) track() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -132,10 +132,11 @@ func (l *listener) admit(conn net.Conn) admission {
 func (l *listener) loggedIn(conn net.Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.loggedInLocked(conn)
+	l.releaseLocked(conn)
 }
 
-func (l *listener) loggedInLocked(conn net.Conn) {
+// releaseLocked takes conn out of the pending count, if it is in it.
+func (l *listener) releaseLocked(conn net.Conn) {
 	key, ok := l.conns[conn]
 	if !ok || key == "" {
 		return
