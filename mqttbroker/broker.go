@@ -157,8 +157,8 @@ type device struct {
 	id string
 	cl *mqtt.Client
 
-	strikes   *rate.Limiter // refused packets (strike)
-	struckOut atomic.Bool
+	strikes   *rate.Limiter // its allowance of refused packets (Broker.strike)
+	struckOut atomic.Bool   // closed for them
 
 	// Message rate bucket; only the connection's read goroutine touches it.
 	tokens float64
@@ -333,7 +333,9 @@ func (b *Broker) Connected(deviceID string) bool {
 // Stats returns the drop counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Oversized: b.oversized.Load(), NotJSON: b.notJSON.Load(), Refused: b.refused.Load(),
-		OverLimit: b.overLimit.Load(), OverPending: b.overPending.Load(), Pending: b.ln.pendingCount(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load(), StruckOut: b.struckOut.Load(), Throttled: b.loginThrottled.Load()}
+		OverLimit: b.overLimit.Load(), OverPending: b.overPending.Load(), Pending: b.ln.pendingCount(),
+		SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load(), StruckOut: b.struckOut.Load(),
+		Throttled: b.loginThrottled.Load()}
 }
 
 func (b *Broker) lookup(cl *mqtt.Client) *device {
