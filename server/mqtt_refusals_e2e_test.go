@@ -98,6 +98,7 @@ func TestMQTTBadLoginsDoNotReplaceEventHistory(t *testing.T) {
 			t.Fatalf("event %s at %s is gone after the bad logins (%d events before, %d after)", e.Type, e.Time, len(before), len(after))
 		}
 	}
+	t.Logf("%d bad logins: %d reported (events and log lines), %d left out, %d not checked", attempts, reported, unreported, throttled)
 	if reported < 1 || reported > 11 {
 		t.Fatalf("%d of %d refusals reported (%d unreported, %d not checked), want about 10", reported, attempts, unreported, throttled)
 	}
@@ -138,6 +139,7 @@ func TestMQTTRefusedPublishLoopDisconnects(t *testing.T) {
 		t.Fatalf("the device is still connected after %d refused publishes", sent)
 	}
 	h.waitEvent(attacker, "the broker refused the client's packets")
+	t.Logf("disconnected after %d refused publishes were written; %d log lines", sent, lt.n.Load())
 	if n := countType(h.events(attacker), "connection_refused"); n < 1 || n > 11 {
 		t.Fatalf("%d connection_refused events for %d refused publishes", n, sent)
 	}
