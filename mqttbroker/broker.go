@@ -85,7 +85,7 @@ type Config struct {
 
 	MaxConnections int // TCP connections at once, default 10000
 	// MaxPending bounds the connections that have not logged in yet (no
-	// CONNECT accepted), default 1024, and MaxPendingPerAddress those
+	// CONNECT accepted), default 2048, and MaxPendingPerAddress those
 	// from one source address (an IPv4 address or an IPv6 /64), default
 	// 64; a connection over either is closed at once. A flood of sockets
 	// that never send CONNECT thus costs at most MaxPending connections
@@ -241,7 +241,7 @@ func (c *Config) defaults() {
 		c.MaxConnections = 10000
 	}
 	if c.MaxPending <= 0 {
-		c.MaxPending = 1024
+		c.MaxPending = 2048
 	}
 	if c.MaxPendingPerAddress <= 0 {
 		c.MaxPendingPerAddress = 64

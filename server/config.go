@@ -130,7 +130,7 @@ func DefaultConfig() Config {
 		OTAChecksPerMinute:        120,
 		OTABurst:                  30,
 		ActivationCodesPerAddress: 8,
-		MQTTMaxPending:            1024,
+		MQTTMaxPending:            2048,
 		MQTTPendingPerAddress:     64,
 		MCPDirectLimit:            8,
 		MCPOAuth:                  "on",
