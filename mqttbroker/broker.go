@@ -21,6 +21,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +31,7 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 	hub "github.com/xiaozhi-hub/hub"
+	"golang.org/x/time/rate"
 )
 
 // Reason says why a device's connection ended.
@@ -42,6 +45,7 @@ const (
 	ReasonShutdown   Reason = "the hub is shutting down"
 	ReasonProtocol   Reason = "MQTT protocol error"
 	ReasonHub        Reason = "closed by the hub"
+	ReasonRefusals   Reason = "the broker refused the client's packets"
 )
 
 // Client is a device's authenticated connection.
@@ -79,10 +83,19 @@ type Config struct {
 	OnDisconnect func(deviceID string, reason Reason)
 	OnRefused    func(Refusal)
 
-	MaxConnections int           // TCP connections at once, default 10000
-	MaxMessage     int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
-	ConnectTimeout time.Duration // to send CONNECT after dialling, default 10 s
-	MaxKeepalive   uint16        // keepalive 0 or above this is treated as this, default 600 s
+	MaxConnections int // TCP connections at once, default 10000
+	// MaxPending bounds the connections that have not logged in yet (no
+	// CONNECT accepted), default 2048, and MaxPendingPerAddress those
+	// from one source address (an IPv4 address or an IPv6 /64), default
+	// 64; a connection over either is closed at once. A flood of sockets
+	// that never send CONNECT thus costs at most MaxPending connections
+	// (each closed after ConnectTimeout), and one address alone cannot
+	// keep devices elsewhere from logging in.
+	MaxPending           int
+	MaxPendingPerAddress int
+	MaxMessage           int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
+	ConnectTimeout       time.Duration // to send CONNECT after dialling, default 10 s
+	MaxKeepalive         uint16        // keepalive 0 or above this is treated as this, default 600 s
 	// MessageRate bounds the messages per second one connection may send
 	// on average, with bursts of MessageBurst (default 2×rate); the excess
 	// is dropped. 0 (the default): no limit here. The hub's device session
@@ -92,6 +105,21 @@ type Config struct {
 	// connection down by back-pressure.
 	MessageRate  float64
 	MessageBurst int
+	// A connection whose packets are refused more than MaxRefusals times
+	// (default 10) within RefusalWindow (default 1 min) is closed:
+	// publishes to foreign topics, subscriptions, payloads too large or
+	// not JSON. The firmware sends none of them.
+	MaxRefusals   int
+	RefusalWindow time.Duration
+	// Failed logins (refused CONNECTs) from one source address are
+	// limited to MaxLoginFailures (default 20) within LoginFailureWindow
+	// (default 1 min): beyond, the address's CONNECTs are refused with
+	// "connection rate exceeded" (3.1.1: server unavailable) without
+	// checking them, so that guessing logins, or naming a device in
+	// failed logins, costs the hub little and each address little
+	// reporting. Other addresses are unaffected.
+	MaxLoginFailures   int
+	LoginFailureWindow time.Duration
 }
 
 // Stats counts what the broker dropped.
@@ -100,8 +128,12 @@ type Stats struct {
 	NotJSON     uint64 // device payloads that are not JSON
 	Refused     uint64 // refusals reported through OnRefused
 	OverLimit   uint64 // connections closed at MaxConnections
+	OverPending uint64 // connections closed at MaxPending or MaxPendingPerAddress
+	Pending     int    // connections open now that have not logged in
 	SendDropped uint64 // Publish payloads dropped because the device's queue was full
 	RateLimited uint64 // device messages over MessageRate
+	StruckOut   uint64 // connections closed for packets refused over MaxRefusals
+	Throttled   uint64 // CONNECTs refused unchecked: their address was over MaxLoginFailures
 }
 
 // Broker is the embedded broker. Run serves it.
@@ -110,7 +142,9 @@ type Broker struct {
 	srv *mqtt.Server
 	ln  *listener
 
-	oversized, notJSON, refused, overLimit, sendDropped, rateLimited atomic.Uint64
+	oversized, notJSON, refused, overLimit, overPending, sendDropped, rateLimited, struckOut, loginThrottled atomic.Uint64
+
+	failures *keyedLimiter // failed logins by source address
 
 	mu      sync.Mutex
 	byConn  map[net.Conn]*device // authenticated connections
@@ -122,6 +156,9 @@ type Broker struct {
 type device struct {
 	id string
 	cl *mqtt.Client
+
+	strikes   *rate.Limiter // its allowance of refused packets (Broker.strike)
+	struckOut atomic.Bool   // closed for them
 
 	// Message rate bucket; only the connection's read goroutine touches it.
 	tokens float64
@@ -178,13 +215,15 @@ func New(cfg Config) (*Broker, error) {
 			ClientNetWriteBufferSize: 1024,
 			Logger:                   slog.New(slog.DiscardHandler), // refusals are reported through hooks, not logged per packet
 		}),
-		byConn:  make(map[net.Conn]*device),
-		devices: make(map[string]*device),
+		byConn:   make(map[net.Conn]*device),
+		devices:  make(map[string]*device),
+		failures: newKeyedLimiter(rate.Every(cfg.LoginFailureWindow/time.Duration(cfg.MaxLoginFailures)), cfg.MaxLoginFailures),
 	}
 	b.ln = &listener{
 		ln: ln, connectTimeout: cfg.ConnectTimeout,
-		slots: make(chan struct{}, cfg.MaxConnections), conns: make(map[net.Conn]struct{}),
-		onConnGone: b.forget, overLimit: &b.overLimit,
+		slots: make(chan struct{}, cfg.MaxConnections), conns: make(map[net.Conn]string),
+		maxPending: cfg.MaxPending, maxPendingPerAddr: cfg.MaxPendingPerAddress, pending: make(map[string]int),
+		onConnGone: b.forget, overLimit: &b.overLimit, overPending: &b.overPending,
 	}
 	if err := b.srv.AddHook(&hook{b: b}, nil); err != nil {
 		ln.Close()
@@ -201,6 +240,12 @@ func (c *Config) defaults() {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 10000
 	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = 2048
+	}
+	if c.MaxPendingPerAddress <= 0 {
+		c.MaxPendingPerAddress = 64
+	}
 	if c.MaxMessage <= 0 {
 		c.MaxMessage = 64 << 10
 	}
@@ -209,6 +254,18 @@ func (c *Config) defaults() {
 	}
 	if c.MaxKeepalive == 0 {
 		c.MaxKeepalive = 600
+	}
+	if c.MaxRefusals <= 0 {
+		c.MaxRefusals = 10
+	}
+	if c.RefusalWindow <= 0 {
+		c.RefusalWindow = time.Minute
+	}
+	if c.MaxLoginFailures <= 0 {
+		c.MaxLoginFailures = 20
+	}
+	if c.LoginFailureWindow <= 0 {
+		c.LoginFailureWindow = time.Minute
 	}
 	if c.MessageRate > 0 && c.MessageBurst <= 0 {
 		c.MessageBurst = max(1, int(2*c.MessageRate))
@@ -276,7 +333,9 @@ func (b *Broker) Connected(deviceID string) bool {
 // Stats returns the drop counters.
 func (b *Broker) Stats() Stats {
 	return Stats{Oversized: b.oversized.Load(), NotJSON: b.notJSON.Load(), Refused: b.refused.Load(),
-		OverLimit: b.overLimit.Load(), SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load()}
+		OverLimit: b.overLimit.Load(), OverPending: b.overPending.Load(), Pending: b.ln.pendingCount(),
+		SendDropped: b.sendDropped.Load(), RateLimited: b.rateLimited.Load(), StruckOut: b.struckOut.Load(),
+		Throttled: b.loginThrottled.Load()}
 }
 
 func (b *Broker) lookup(cl *mqtt.Client) *device {
@@ -290,6 +349,26 @@ func (b *Broker) forget(conn net.Conn) {
 	b.mu.Lock()
 	delete(b.byConn, conn)
 	b.mu.Unlock()
+}
+
+// ReasonWill is the refusal of a CONNECT that sets a Last Will.
+const ReasonWill = "a Last Will is not permitted on this broker: the broker would publish it on the device's behalf, unchecked (the firmware never sets one)"
+
+// refuseConnect answers a refused CONNECT with code (MQTT 5), or the
+// nearest MQTT 3.1.1 return code (mochi maps only some), and returns the
+// error that ends the connection.
+func (b *Broker) refuseConnect(cl *mqtt.Client, code packets.Code) error {
+	send := code
+	if cl.Properties.ProtocolVersion < 5 {
+		switch code {
+		case packets.ErrNotAuthorized:
+			send = packets.Err3NotAuthorized
+		case packets.ErrServerBusy, packets.ErrQuotaExceeded, packets.ErrConnectionRateExceeded:
+			send = packets.Err3ServerUnavailable
+		}
+	}
+	_ = b.srv.SendConnack(cl, send, false, nil)
+	return code
 }
 
 func (b *Broker) refuse(cl *mqtt.Client, username, deviceID, reason string) {
@@ -311,6 +390,8 @@ func reason(cl *mqtt.Client, err error) Reason {
 		return ReasonReplaced
 	case errors.Is(cause, packets.ErrAdministrativeAction):
 		return ReasonHub
+	case errors.As(cause, &code) && strings.HasPrefix(code.Reason, string(ReasonRefusals)):
+		return Reason(code.Reason)
 	case errors.Is(cause, packets.ErrServerShuttingDown):
 		return ReasonShutdown
 	case errors.Is(cause, os.ErrDeadlineExceeded):
@@ -332,14 +413,38 @@ func reason(cl *mqtt.Client, err error) Reason {
 // builds some messages without escaping (docs/protocol.md §12 item 25), and
 // the session recovers the call id from such a frame to fail that call at
 // once instead of leaving it to time out.
-func (b *Broker) payloadOK(p []byte) bool {
+//
+// A refused payload returns the MQTT 5 reason code and what was wrong.
+func (b *Broker) payloadOK(p []byte) (packets.Code, string) {
 	if len(p) > b.cfg.MaxMessage {
 		b.oversized.Add(1)
-		return false
+		return packets.ErrPacketTooLarge, "payloads over " + strconv.Itoa(b.cfg.MaxMessage) + " bytes"
 	}
 	if t := bytes.TrimLeft(p, " \t\r\n"); len(t) == 0 || t[0] != '{' || !utf8.Valid(t) {
 		b.notJSON.Add(1)
-		return false
+		return packets.ErrPayloadFormatInvalid, "payloads that are not JSON objects"
 	}
-	return true
+	return packets.CodeSuccess, ""
+}
+
+// newStrikes is a connection's allowance of refused packets: MaxRefusals
+// within RefusalWindow, refilled steadily.
+func (b *Broker) newStrikes() *rate.Limiter {
+	return rate.NewLimiter(rate.Every(b.cfg.RefusalWindow/time.Duration(b.cfg.MaxRefusals)), b.cfg.MaxRefusals)
+}
+
+// strike counts a refused packet of the device's connection (a publish to
+// a foreign topic, a subscription, a bad payload); over its allowance the
+// connection is closed with code (MQTT 5 DISCONNECT) and the refusal is
+// reported. The firmware sends none of these, so a client that keeps
+// sending them is not a device to keep serving; the rest of the time a
+// refused packet is dropped and the connection stays.
+func (b *Broker) strike(cl *mqtt.Client, d *device, code packets.Code, what string) {
+	if d.strikes.Allow() || !d.struckOut.CompareAndSwap(false, true) {
+		return
+	}
+	b.struckOut.Add(1)
+	why := fmt.Sprintf("%s %d times within %v: %s", ReasonRefusals, b.cfg.MaxRefusals+1, b.cfg.RefusalWindow, what)
+	b.refuse(cl, d.id, d.id, why)
+	_ = b.srv.DisconnectClient(cl, packets.Code{Code: code.Code, Reason: why})
 }

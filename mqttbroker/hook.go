@@ -24,31 +24,55 @@ func (h *hook) Provides(b byte) bool {
 	}, []byte{b})
 }
 
-// OnConnect bounds the keepalive: 0 (never expire) or a huge value would
-// keep a dead connection forever.
+// OnConnect bounds the keepalive (0, never expire, or a huge value would
+// keep a dead connection forever), asks the hub who the credentials belong
+// to, and refuses a Last Will. A refusal here answers CONNACK itself:
+// mochi's own answer to a failed authentication knows only "bad username
+// or password".
+//
+// A will is a message the broker publishes on the client's behalf when
+// the connection ends without DISCONNECT (or when the hub closes it), and
+// mochi publishes it without asking OnACLCheck: a will on another
+// device's downlink topic would reach that device as if the hub sent it.
+// The firmware never sets one (docs/protocol.md §4), so a CONNECT with the
+// Will flag is refused as not authorized, as Mosquitto refuses a will
+// whose topic its ACL denies.
 func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	if max := h.b.cfg.MaxKeepalive; cl.State.Keepalive == 0 || cl.State.Keepalive > max {
 		cl.State.Keepalive = max
 	}
-	return nil
-}
-
-// OnConnectAuthenticate asks the hub who the credentials belong to.
-func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	source := SourceKey(cl.Net.Remote)
+	if !h.b.failures.ok(source) {
+		h.b.loginThrottled.Add(1)
+		return h.b.refuseConnect(cl, packets.ErrConnectionRateExceeded)
+	}
 	user := string(pk.Connect.Username)
 	id, err := h.b.cfg.Authenticate(cl.ID, user, string(pk.Connect.Password), cl.Net.Remote)
 	if err != nil {
+		h.b.failures.take(source)
 		h.b.refuse(cl, user, "", hub.ErrorMessage(err))
-		return false
+		return h.b.refuseConnect(cl, packets.ErrBadUsernameOrPassword)
 	}
 	if err := checkTopicSafe(id); err != nil {
+		h.b.failures.take(source)
 		h.b.refuse(cl, user, id, err.Error())
-		return false
+		return h.b.refuseConnect(cl, packets.ErrBadUsernameOrPassword)
+	}
+	if pk.Connect.WillFlag {
+		h.b.failures.take(source)
+		h.b.refuse(cl, user, id, ReasonWill)
+		return h.b.refuseConnect(cl, packets.ErrNotAuthorized)
 	}
 	h.b.mu.Lock()
-	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl}
+	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl, strikes: h.b.newStrikes()}
 	h.b.mu.Unlock()
-	return true
+	h.b.ln.loggedIn(cl.Net.Conn)
+	return nil
+}
+
+// OnConnectAuthenticate admits the connections OnConnect authenticated.
+func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	return h.b.lookup(cl) != nil
 }
 
 // OnACLCheck confines a device to publishing on its uplink topic and to
@@ -66,6 +90,7 @@ func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 		what = "publish to"
 	}
 	h.b.refuse(cl, d.id, d.id, what+" foreign topic "+topic)
+	h.b.strike(cl, d, packets.ErrNotAuthorized, what+" foreign topics")
 	return false
 }
 
@@ -122,7 +147,11 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 		return pk, nil
 	}
 	d := h.b.lookup(cl)
-	if d == nil || !h.b.payloadOK(pk.Payload) {
+	if d == nil {
+		return pk, packets.ErrRejectPacket
+	}
+	if code, why := h.b.payloadOK(pk.Payload); code != packets.CodeSuccess {
+		h.b.strike(cl, d, code, why)
 		return pk, packets.ErrRejectPacket
 	}
 	if h.b.cfg.MessageRate > 0 && !d.allow(time.Now(), h.b.cfg.MessageRate, h.b.cfg.MessageBurst) {

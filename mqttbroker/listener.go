@@ -12,21 +12,27 @@ import (
 )
 
 // listener is a mochi listener over a net.Listener bound in New. Unlike
-// mochi's TCP listener it bounds the connections open at once (including
-// those that have not sent CONNECT), gives CONNECT a deadline (mochi sets
-// none before it), closes every connection it accepted on Close, and waits
-// for its goroutines.
+// mochi's TCP listener it bounds the connections open at once, and those
+// not logged in yet per source address and in all (a flood of sockets that
+// never send CONNECT from one address must not take the places of devices
+// elsewhere), gives CONNECT a deadline (mochi sets none before it), closes
+// every connection it accepted on Close, and waits for its goroutines.
 type listener struct {
 	ln             net.Listener
 	connectTimeout time.Duration
 	slots          chan struct{}
 	onConnGone     func(net.Conn)
 	overLimit      *atomic.Uint64
+	overPending    *atomic.Uint64
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	maxPending, maxPendingPerAddr int
+
+	mu       sync.Mutex
+	conns    map[net.Conn]string // accepted connections, with their source key while not logged in ("" after)
+	pending  map[string]int      // connections not logged in, by source key
+	nPending int
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 func (l *listener) ID() string                { return "xiaozhi-hub-mqtt" }
@@ -37,7 +43,7 @@ func (l *listener) Init(_ *slog.Logger) error { return nil }
 // Serve accepts connections until Close; mochi runs it on its own goroutine,
 // which Close waits for through wg.
 func (l *listener) Serve(establish listeners.EstablishFn) {
-	if !l.track(nil) {
+	if !l.track() {
 		return
 	}
 	defer l.wg.Done()
@@ -57,7 +63,14 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 			_ = conn.Close()
 			continue
 		}
-		if !l.track(conn) {
+		switch l.admit(conn) {
+		case admitted:
+		case overPending:
+			<-l.slots
+			l.overPending.Add(1)
+			_ = conn.Close()
+			continue
+		case closing:
 			<-l.slots
 			_ = conn.Close()
 			return
@@ -68,6 +81,7 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 			_ = establish(l.ID(), conn) // refusals are reported by the hooks
 			_ = conn.Close()
 			l.mu.Lock()
+			l.releaseLocked(conn)
 			delete(l.conns, conn)
 			l.mu.Unlock()
 			l.onConnGone(conn)
@@ -76,18 +90,87 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 	}
 }
 
-// track registers a goroutine (and conn, unless nil) unless closed.
-func (l *listener) track(conn net.Conn) bool {
+// track registers the accept goroutine unless closed.
+func (l *listener) track() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return false
 	}
 	l.wg.Add(1)
-	if conn != nil {
-		l.conns[conn] = struct{}{}
-	}
 	return true
+}
+
+type admission int
+
+const (
+	admitted    admission = iota
+	overPending           // too many connections not logged in, from its address or in all
+	closing               // the listener is closing
+)
+
+// admit registers an accepted connection, not logged in yet, and its
+// goroutine, if the pending limits allow it.
+func (l *listener) admit(conn net.Conn) admission {
+	key := SourceKey(conn.RemoteAddr().String())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return closing
+	}
+	if l.nPending >= l.maxPending || l.pending[key] >= l.maxPendingPerAddr {
+		return overPending
+	}
+	l.pending[key]++
+	l.nPending++
+	l.conns[conn] = key
+	l.wg.Add(1)
+	return admitted
+}
+
+// loggedIn takes conn out of the pending count: its CONNECT was accepted.
+func (l *listener) loggedIn(conn net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.releaseLocked(conn)
+}
+
+// releaseLocked takes conn out of the pending count, if it is in it.
+func (l *listener) releaseLocked(conn net.Conn) {
+	key, ok := l.conns[conn]
+	if !ok || key == "" {
+		return
+	}
+	l.conns[conn] = ""
+	l.nPending--
+	if l.pending[key]--; l.pending[key] <= 0 {
+		delete(l.pending, key)
+	}
+}
+
+// pendingCount is the number of connections not logged in yet.
+func (l *listener) pendingCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nPending
+}
+
+// SourceKey is the source a connection from remote (host:port, or a
+// host) is counted under: its IPv4 address, or the /64 network of an IPv6
+// one (one host has a whole /64).
+func SourceKey(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if ip4 := ip.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // Close stops accepting, lets mochi disconnect its clients, closes what is

@@ -61,6 +61,9 @@ type Config struct {
 	UDPPublic   string `yaml:"udp-public" help:"the UDP audio server's host:port as devices reach it (default: the address the device's MQTT connection reached, with udp-listen's port)"`
 	MQTTTLSCert string `yaml:"mqtt-tls-cert" help:"PEM certificate chain for MQTT over TLS; devices use TLS exactly on port 8883 and check it against the ESP-IDF CA bundle, so it must come from a public CA"`
 	MQTTTLSKey  string `yaml:"mqtt-tls-key" help:"PEM private key of mqtt-tls-cert"`
+	// Connections to the embedded broker that have not logged in yet.
+	MQTTMaxPending        int `yaml:"mqtt-max-pending" help:"most connections to the embedded broker that have not logged in yet (TCP or TLS open, CONNECT not accepted); more are closed at once"`
+	MQTTPendingPerAddress int `yaml:"mqtt-pending-per-address" help:"most connections not logged in yet from one address (an IPv6 /64), so that one address cannot keep devices elsewhere out; raise it when many devices reach the broker through one NAT or TCP proxy"`
 	// An external broker (EMQX) instead of the embedded one (docs/emqx.md).
 	MQTTBroker       string `yaml:"mqtt-broker" help:"an external MQTT 5 broker (EMQX) the hub connects to instead of running its own, e.g. mqtt://hub:password@emqx:1883 (needs mqtt-public, udp-public, mqtt-broker-secret; see docs/emqx.md)"`
 	MQTTBrokerSecret string `yaml:"mqtt-broker-secret" help:"the secret the external broker sends (Authorization: Bearer) when it asks the hub, at POST /mqtt/auth, to check a device's login"`
@@ -135,6 +138,8 @@ func DefaultConfig() Config {
 		ActivationCodesPerAddress: 8,
 		NewDevicesPerAddress:      ota.DefaultNewDevicesPerAddr,
 		MaxUnusedDevices:          ota.DefaultMaxUnusedDevices,
+		MQTTMaxPending:            2048,
+		MQTTPendingPerAddress:     64,
 		MCPDirectLimit:            8,
 		MCPOAuth:                  "on",
 		LogLevel:                  "info",

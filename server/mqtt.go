@@ -38,6 +38,7 @@ type mqttSide struct {
 	log          *slog.Logger
 	authSecret   string // what the external broker sends to POST /mqtt/auth
 	audio        *udpaudio.Server
+	reports      refusalReports // which refusals are logged and recorded
 	link         *mqttlink.Link
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
@@ -62,7 +63,7 @@ func (h *Hub) bindMQTT(a mqttAddrs) (*mqttSide, error) {
 	}
 	side := &mqttSide{}
 	b, err := mqttbroker.New(mqttbroker.Config{
-		Addr: a.listen, TLS: tlsCfg,
+		Addr: a.listen, TLS: tlsCfg, MaxPending: a.maxPending, MaxPendingPerAddress: a.pendingPerAddr,
 		Authenticate: func(clientID, username, password, remote string) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -79,7 +80,7 @@ func (h *Hub) bindMQTT(a mqttAddrs) (*mqttSide, error) {
 		},
 		OnMessage:    func(id string, p []byte) { side.link.Message(id, p) },
 		OnDisconnect: func(id string, r mqttbroker.Reason) { side.link.Disconnected(id, string(r)) },
-		OnRefused:    func(r mqttbroker.Refusal) { h.mqttRefused(log, r) },
+		OnRefused:    func(r mqttbroker.Refusal) { h.mqttRefused(side, log, r) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mqtt-listen: %w", err)
@@ -196,24 +197,6 @@ func (m *mqttSide) closeBroker() {
 	}
 }
 
-// mqttRefused logs a refused MQTT connection or publish, and records it
-// as an event of the device it names when the hub knows that device (an
-// unknown name is only logged: strangers must not fill the event log).
-func (h *Hub) mqttRefused(log *slog.Logger, r mqttbroker.Refusal) {
-	log.Warn("MQTT refused", "device", r.DeviceID, "username", r.Username, "clientId", r.ClientID, "remote", r.Remote, "reason", r.Reason)
-	h.Metrics.Handshake("mqtt_refused")
-	id := r.DeviceID
-	if id == "" {
-		if _, err := h.Registry.Device(hub.NormalizeDeviceID(r.Username)); err == nil {
-			id = hub.NormalizeDeviceID(r.Username)
-		}
-	}
-	if id != "" {
-		h.Registry.Record(hub.EventConnectionRefused, id, map[string]string{
-			"where": "mqtt", "reason": r.Reason, "clientId": r.ClientID, "remoteAddr": hostOf(r.Remote)})
-	}
-}
-
 // register exports the broker's and the UDP server's counters.
 func (m *mqttSide) register(r *prometheus.Registry) {
 	if r == nil {
@@ -244,6 +227,7 @@ type statsCollector struct{ m *mqttSide }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- mqttDroppedDesc
+	ch <- mqttUnreportedDesc
 	ch <- udpDatagramsDesc
 	if c.m.shared != nil {
 		ch <- mqttPassedDesc
@@ -258,11 +242,12 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		b := c.m.broker.Stats()
 		drops = map[string]uint64{"oversized": b.Oversized, "not_json": b.NotJSON, "refused": b.Refused,
-			"over_connection_limit": b.OverLimit, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
+			"over_connection_limit": b.OverLimit, "over_pending_limit": b.OverPending, "disconnected_for_refusals": b.StruckOut, "login_throttled": b.Throttled, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
 	}
 	for reason, n := range drops {
 		ch <- prometheus.MustNewConstMetric(mqttDroppedDesc, prometheus.CounterValue, float64(n), reason)
 	}
+	ch <- prometheus.MustNewConstMetric(mqttUnreportedDesc, prometheus.CounterValue, float64(c.m.reports.unreported.Load()))
 	if c.m.shared != nil {
 		ch <- prometheus.MustNewConstMetric(mqttPassedDesc, prometheus.CounterValue, float64(c.m.passedOut.Load()), "out")
 		ch <- prometheus.MustNewConstMetric(mqttPassedDesc, prometheus.CounterValue, float64(c.m.passedIn.Load()), "in")
@@ -314,7 +299,7 @@ func (h *Hub) mqttAuth() http.Handler {
 	return mqttremote.AuthHandler(h.mqtt.authSecret, func(ctx context.Context, clientID, username, password, remote string) error {
 		_, err := h.mqtt.trust.AuthorizeMQTT(ctx, clientID, username, password, remote)
 		if err != nil {
-			h.mqttRefused(h.log.With("component", "mqtt"), mqttbroker.Refusal{ClientID: clientID, Username: username, Remote: remote, Reason: hub.ErrorMessage(err)})
+			h.mqttRefused(h.mqtt, h.log.With("component", "mqtt"), mqttbroker.Refusal{ClientID: clientID, Username: username, Remote: remote, Reason: hub.ErrorMessage(err)})
 		}
 		return err
 	}, h.log.With("component", "mqtt"))

@@ -20,6 +20,8 @@ type mqttAddrs struct {
 	tls                bool
 	tlsCert, tlsKeyPEM string
 	broker             *url.URL // mqtt-broker: an external broker instead of the embedded one
+	maxPending         int      // mqtt-max-pending (0: the broker's default)
+	pendingPerAddr     int      // mqtt-pending-per-address (0: the broker's default)
 	brokerSecret       string
 }
 
@@ -38,6 +40,10 @@ func (c Config) mqttSettings() (a mqttAddrs, ok bool, err error) {
 		return a, false, nil
 	}
 	a.listen = c.MQTTListen
+	if c.MQTTMaxPending < 0 || c.MQTTPendingPerAddress < 0 {
+		return a, true, errors.New("mqtt-max-pending and mqtt-pending-per-address: must be at least 1")
+	}
+	a.maxPending, a.pendingPerAddr = c.MQTTMaxPending, c.MQTTPendingPerAddress
 	_, port, err := splitPort("mqtt-listen", c.MQTTListen, true)
 	if err != nil {
 		return a, true, err

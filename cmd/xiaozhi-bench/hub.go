@@ -252,7 +252,10 @@ func startHub(ctx context.Context, o hubOptions) (*hubProc, error) {
 		args = append(args, "--memory-limit", o.memLimit)
 	}
 	if o.mqtt {
-		args = append(args, "--mqtt-listen", "127.0.0.1:0", "--device-token", o.token)
+		// Every simulated device connects from 127.0.0.1, as through one
+		// NAT, and all at once.
+		args = append(args, "--mqtt-listen", "127.0.0.1:0", "--device-token", o.token,
+			"--mqtt-pending-per-address", "100000", "--mqtt-max-pending", "100000")
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
