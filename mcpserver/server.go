@@ -31,8 +31,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/xiaozhi-hub/hub"
-	"github.com/xiaozhi-hub/hub/internal/httperr"
 	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/internal/httperr"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 

@@ -41,7 +41,7 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	if max := h.b.cfg.MaxKeepalive; cl.State.Keepalive == 0 || cl.State.Keepalive > max {
 		cl.State.Keepalive = max
 	}
-	source := SourceKey(cl.Net.Remote)
+	source := hub.SourceKey(cl.Net.Remote)
 	if !h.b.failures.ok(source) {
 		h.b.loginThrottled.Add(1)
 		return h.b.refuseConnect(cl, packets.ErrConnectionRateExceeded)

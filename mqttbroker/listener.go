@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/xiaozhi-hub/hub"
 )
 
 // listener is a mochi listener over a net.Listener bound in New. Unlike
@@ -112,7 +113,7 @@ const (
 // admit registers an accepted connection, not logged in yet, and its
 // goroutine, if the pending limits allow it.
 func (l *listener) admit(conn net.Conn) admission {
-	key := SourceKey(conn.RemoteAddr().String())
+	key := hub.SourceKey(conn.RemoteAddr().String())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -153,24 +154,6 @@ func (l *listener) pendingCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.nPending
-}
-
-// SourceKey is the source a connection from remote (host:port, or a
-// host) is counted under: its IPv4 address, or the /64 network of an IPv6
-// one (one host has a whole /64).
-func SourceKey(remote string) string {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return host
-	}
-	if ip4 := ip.To4(); ip4 != nil {
-		return ip4.String()
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // Close stops accepting, lets mochi disconnect its clients, closes what is

@@ -357,18 +357,10 @@ func (s *Service) makeRoom(key string, now time.Time) (time.Duration, string) {
 	}
 }
 
-// addressKey is the address a request's limits are counted under: the
-// client's IPv4 address, or the /64 network of an IPv6 one (one host has
-// a whole /64). RemoteAddr is already the client's behind a trusted proxy
-// (the trusted-proxies setting).
-func addressKey(remote string) string {
-	h := host(remote)
-	ip := net.ParseIP(h)
-	if ip == nil || ip.To4() != nil {
-		return h
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-}
+// addressKey is the address a request's limits are counted under
+// (hub.SourceKey). RemoteAddr is already the client's behind a trusted
+// proxy (the trusted-proxies setting).
+func addressKey(remote string) string { return hub.SourceKey(remote) }
 
 // sameResource compares resource indicators, ignoring a trailing slash and
 // the host's case.

@@ -3,9 +3,11 @@ package ota
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/internal/refusals"
 )
 
 // A device's identity is more than its Device-Id, a MAC address anyone on
@@ -52,13 +54,25 @@ func matchIdentity(t Trust, known bool, clientID, serial string, checkSerial boo
 
 // identityRefused logs and records a request that presented the device's
 // id with another identity.
+//
+// Both are limited per device and per source address (Options.Refusals):
+// a request naming a device's MAC address costs nothing, so a flood of
+// them must not replace the device's event history or fill the log.
 func (s *Service) identityRefused(where, deviceID string, bound Trust, clientID, serial, remote string) {
+	ok, skipped := s.opts.Refusals.Allow(s.opts.Now(), refusals.Address(hub.SourceKey(remote)), refusals.Device(deviceID))
+	if !ok {
+		return
+	}
+	clientID, serial = hub.Truncate([]byte(clientID), 200), hub.Truncate([]byte(serial), 200)
 	s.log.Warn("device identity refused: the Device-Id is bound to another Client-Id or serial number",
-		"device", deviceID, "where", where, "clientId", clientID, "boundClientId", bound.ClientID, "remote", remote)
+		"device", deviceID, "where", where, "clientId", clientID, "boundClientId", bound.ClientID, "remote", remote, "unreportedBefore", skipped)
 	if s.opts.Registry == nil {
 		return
 	}
 	data := map[string]string{"where": where, "clientId": clientID, "boundClientId": bound.ClientID, "remoteAddr": remote}
+	if skipped > 0 {
+		data["unreportedBefore"] = strconv.Itoa(skipped)
+	}
 	if serial != bound.SerialNumber {
 		data["serialNumber"], data["boundSerialNumber"] = serial, bound.SerialNumber
 	}

@@ -2,7 +2,6 @@ package ota
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -73,19 +72,8 @@ func (l *rateLimiter) sweepLocked(now time.Time) {
 	}
 }
 
-// limitKey is the source address a request is counted under: the IPv4
-// address, or the /64 network of an IPv6 one (one host has a whole /64).
-func limitKey(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.To4() != nil {
-		return host
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-}
+// limitKey is the source address a request is counted under (hub.SourceKey).
+func limitKey(r *http.Request) string { return hub.SourceKey(r.RemoteAddr) }
 
 // admit answers 429 with Retry-After and reports false when the request's
 // address is over its rate.

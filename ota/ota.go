@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xiaozhi-hub/hub/internal/refusals"
 	"github.com/xiaozhi-hub/hub/registry"
 )
 
@@ -107,6 +108,10 @@ type Options struct {
 	// OnCheck, if set, learns the outcome of each OTA check: admitted,
 	// activation, refused or rate_limited (for metrics).
 	OnCheck func(outcome string)
+	// Refusals limits the logging and recording of identity refusals per
+	// device and per source address, shared with the hub's other
+	// transports (nil: every refusal is reported).
+	Refusals *refusals.Reports
 
 	// In a cluster (package cluster): ShareSecret, if set, is given the
 	// node's own device-token secret and returns the one all nodes use;

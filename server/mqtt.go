@@ -38,7 +38,6 @@ type mqttSide struct {
 	log          *slog.Logger
 	authSecret   string // what the external broker sends to POST /mqtt/auth
 	audio        *udpaudio.Server
-	reports      refusalReports // which refusals are logged and recorded
 	link         *mqttlink.Link
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
@@ -227,7 +226,6 @@ type statsCollector struct{ m *mqttSide }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- mqttDroppedDesc
-	ch <- mqttUnreportedDesc
 	ch <- udpDatagramsDesc
 	if c.m.shared != nil {
 		ch <- mqttPassedDesc
@@ -247,7 +245,6 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range drops {
 		ch <- prometheus.MustNewConstMetric(mqttDroppedDesc, prometheus.CounterValue, float64(n), reason)
 	}
-	ch <- prometheus.MustNewConstMetric(mqttUnreportedDesc, prometheus.CounterValue, float64(c.m.reports.unreported.Load()))
 	if c.m.shared != nil {
 		ch <- prometheus.MustNewConstMetric(mqttPassedDesc, prometheus.CounterValue, float64(c.m.passedOut.Load()), "out")
 		ch <- prometheus.MustNewConstMetric(mqttPassedDesc, prometheus.CounterValue, float64(c.m.passedIn.Load()), "in")

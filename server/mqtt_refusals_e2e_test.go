@@ -81,7 +81,7 @@ func TestMQTTBadLoginsDoNotReplaceEventHistory(t *testing.T) {
 	}
 	// Each refusal is reported, or counted, before its CONNACK: beyond 20
 	// failures the address's logins are not even checked.
-	unreported := int(h.metric(t, "xiaozhi_hub_mqtt_refusals_unreported_total"))
+	unreported := int(h.metric(t, "xiaozhi_hub_refusals_unreported_total"))
 	throttled := int(h.metric(t, `xiaozhi_hub_mqtt_dropped_total{reason="login_throttled"}`))
 	reported := attempts - unreported - throttled
 	var after []deviceEvent

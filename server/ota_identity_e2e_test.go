@@ -216,3 +216,58 @@ func TestMACCaseIsOneDevice(t *testing.T) {
 		t.Fatalf("%d devices for one MAC in two cases: %v", n, all)
 	}
 }
+
+// A flood of connections presenting an approved device's MAC with another
+// Client-Id (no secret needed) is refused, but it cannot replace the
+// device's event history or fill the log: identity refusals are reported
+// at most 10 times per device (and per address), the rest counted, as on
+// MQTT (TestMQTTBadLoginsDoNotReplaceEventHistory).
+func TestIdentityRefusalsDoNotReplaceEventHistory(t *testing.T) {
+	h := activationHub(t, "")
+	d := h.approvedDevice(t, "ac:00:00:00:00:43")
+	if err := connect(t, d); err != nil {
+		t.Fatalf("the device itself: %v", err)
+	}
+	eventTypes := func() []string {
+		_, body := h.call("GET", "/api/devices/"+d.ID()+"/events?limit=1000", nil)
+		evs, _ := body["events"].([]any)
+		var types []string
+		for _, e := range evs {
+			m, _ := e.(map[string]any)
+			types = append(types, fmt.Sprint(m["type"]))
+		}
+		return types
+	}
+	waitFor(t, "the device's own events", func() bool { return len(eventTypes()) > 0 })
+	before := eventTypes()
+
+	const attempts = 300
+	for i := range attempts {
+		c := fromAddr(fmt.Sprintf("127.0.%d.%d", 40+i/200, 1+i%200))
+		req, _ := http.NewRequest("GET", h.URL()+"/xiaozhi/v1/", nil)
+		req.Header.Set("Device-Id", d.ID())
+		req.Header.Set("Client-Id", fmt.Sprintf("0f0f0f0f-1b2c-4d5e-8f90-%012d", i))
+		req.Header.Set("Authorization", "Bearer "+d.Config().Token)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 401 {
+			t.Fatalf("attempt %d with another Client-Id: %d, want 401", i, res.StatusCode)
+		}
+	}
+	waitFor(t, "the unreported refusals counted", func() bool {
+		return h.metric(t, "xiaozhi_hub_refusals_unreported_total") >= attempts-10
+	})
+	after := eventTypes()
+	refused := strings.Count(strings.Join(after, " "), "identity_refused")
+	if refused > 10 {
+		t.Errorf("%d refusals recorded %d identity_refused events, want at most 10", attempts, refused)
+	}
+	for _, typ := range before {
+		if !strings.Contains(strings.Join(after, " "), typ) {
+			t.Errorf("event %s is gone after the flood: before %v, after %v", typ, before, after)
+		}
+	}
+}

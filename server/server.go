@@ -22,6 +22,7 @@ import (
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/dashboard"
+	"github.com/xiaozhi-hub/hub/internal/refusals"
 	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/metrics"
@@ -55,6 +56,9 @@ type Hub struct {
 	ln       net.Listener
 	lock     *dirLock
 	fresh    newConns // connections with no request yet, closed at shutdown
+	// refusals limits the logging and recording of refused devices, for
+	// every transport alike.
+	refusals *refusals.Reports
 	// Token is the admin API token in force.
 	Token string
 }
@@ -104,7 +108,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		// whose logins need a token even under open).
 		cfg.DeviceTokens = []string{inProcessToken()}
 	}
-	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock, cluster: cl}
+	h := &Hub{cfg: cfg, log: log, store: st, Registry: reg, Metrics: m, Token: token, lock: lock, cluster: cl, refusals: &refusals.Reports{}}
 	// undo releases what is open until the registry loads (the registry
 	// and the OTA service start nothing until used); after that, failures
 	// unwind through closeCore.
@@ -139,7 +143,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
 		RatePerAddr: float64(cfg.OTAChecksPerMinute) / 60, BurstPerAddr: cfg.OTABurst, MaxPendingPerAddr: cfg.ActivationCodesPerAddress,
 		NewDevicesPerAddr: cfg.NewDevicesPerAddress, MaxUnusedDevices: cfg.MaxUnusedDevices,
-		MQTT: mqttOffer, Logger: log.With("component", "ota"), OnCheck: m.OTACheck,
+		MQTT: mqttOffer, Logger: log.With("component", "ota"), OnCheck: m.OTACheck, Refusals: h.refusals,
 	})
 	if err != nil {
 		undo()
@@ -211,7 +215,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: trust.Authorize, Logger: log.With("component", "device"),
 		Metrics: m, Vision: vision, OriginPatterns: cfg.DeviceOrigins, Version: Version,
-		Voice: voiceConversations{h.voice},
+		Voice: voiceConversations{h.voice}, Refusals: h.refusals,
 	})
 	if h.mqtt != nil {
 		if err := h.wireMQTT(h.mqtt, mq, trust); err != nil {
@@ -228,6 +232,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	// /mcp streams live long. IdleTimeout closes keep-alive connections
 	// between requests; streams bound each write themselves.
 	m.BuildInfo(Version, runtime.Version())
+	m.CounterFunc("xiaozhi_hub_refusals_unreported_total", "Refused devices (WebSocket handshakes, OTA identity refusals, MQTT logins and publishes) neither logged nor recorded as events, because the device they name or their source address was over its limit (10, then one every 5 minutes).",
+		func() float64 { return float64(h.refusals.Unreported()) })
 	m.Gauge("xiaozhi_hub_devices_known", "Devices the hub knows, online or not.", func() float64 { return float64(reg.KnownCount()) })
 	// This node's own codes: in a cluster, Pending would ask every node on
 	// each scrape (sum over the nodes for the cluster's count).

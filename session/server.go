@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/internal/httperr"
+	"github.com/xiaozhi-hub/hub/internal/refusals"
 	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -27,8 +28,12 @@ type Options struct {
 	// Authorize decides whether a device may connect; nil admits every
 	// device. An error with code EUNAUTHORIZED becomes a 401 with its message.
 	Authorize func(r *http.Request, id protocol.Identity) error
-	Logger    *slog.Logger
-	Metrics   *metrics.Metrics
+	// Refusals limits the log lines of refused handshakes per device and
+	// per source address, shared with the hub's other transports (nil:
+	// every refusal is logged); every refusal is counted in metrics.
+	Refusals *refusals.Reports
+	Logger   *slog.Logger
+	Metrics  *metrics.Metrics
 
 	// HelloTimeout bounds the wait for the device's hello (default 10 s,
 	// the firmware's own wait for ours).
@@ -134,7 +139,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Authorize != nil {
 		if err := s.opts.Authorize(r, id); err != nil {
 			s.m.Handshake("unauthorized")
-			s.log.Warn("device refused", "device", id.DeviceID, "remote", r.RemoteAddr, "reason", hub.ErrorMessage(err))
+			if ok, skipped := s.opts.Refusals.Allow(time.Now(), refusals.Address(hub.SourceKey(r.RemoteAddr)), refusals.Device(id.DeviceID)); ok {
+				s.log.Warn("device refused", "device", id.DeviceID, "remote", r.RemoteAddr, "reason", hub.ErrorMessage(err), "unreportedBefore", skipped)
+			}
 			// 401 for a refusal, 503 when a cluster's shared state does
 			// not answer (the device retries), 500 for the hub's own fault.
 			httpError(w, httperr.Status(hub.ErrorCode(err)), err)
