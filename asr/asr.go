@@ -7,8 +7,6 @@
 package asr
 
 import (
-	"errors"
-
 	"github.com/xiaozhi-hub/hub/internal/provider"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 )
@@ -26,41 +24,24 @@ type Settings struct {
 var recognizers = provider.Table[Settings, driver.Recognizer]{
 	Kind: "asr",
 	Common: func(s Settings) provider.Common {
-		return provider.Common{Provider: s.Provider, BaseURL: s.BaseURL, Model: s.Model}
+		return provider.Common{Provider: s.Provider, BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model}
 	},
 	Rows: []provider.Row[Settings, driver.Recognizer]{
 		{
 			Name: "openai", Schemes: [2]string{"http", "https"}, BaseURL: OpenAIBaseURL, Model: OpenAIModel,
-			KeyEnv: "OPENAI_API_KEY", KeyEnvAtDefault: true,
-			Check: func(s Settings) error {
-				if s.BaseURL == "" && s.APIKey == "" {
-					return errors.New("asr-provider openai with no asr-base-url is OpenAI itself, which needs asr-api-key (or OPENAI_API_KEY); for a local server (speaches, LocalAI, whisper.cpp) set asr-base-url")
-				}
-				return nil
-			},
+			NeedsKey: true, AtDefault: true, Title: "OpenAI", KeyEnv: "OPENAI_API_KEY",
+			Local: "speaches, LocalAI, whisper.cpp",
 			New: func(s Settings) driver.Recognizer {
 				return &OpenAI{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Language: s.Language}
 			},
 		},
 		{
-			Name: "funasr", Schemes: [2]string{"ws", "wss"},
-			Check: func(s Settings) error {
-				if s.BaseURL == "" {
-					return errors.New("asr-provider funasr needs asr-base-url, the FunASR server's ws://host:10095")
-				}
-				return nil
-			},
+			Name: "funasr", Schemes: [2]string{"ws", "wss"}, NeedsBaseURL: "the FunASR server's ws://host:10095",
 			New: func(s Settings) driver.Recognizer { return &FunASR{URL: s.BaseURL} },
 		},
 		{
 			Name: "dashscope", Schemes: [2]string{"ws", "wss"}, BaseURL: DashScopeURL, Model: DashScopeModel,
-			KeyEnv: "DASHSCOPE_API_KEY",
-			Check: func(s Settings) error {
-				if s.APIKey == "" {
-					return errors.New("asr-provider dashscope needs asr-api-key (or DASHSCOPE_API_KEY)")
-				}
-				return nil
-			},
+			NeedsKey: true, KeyEnv: "DASHSCOPE_API_KEY",
 			New: func(s Settings) driver.Recognizer {
 				return &DashScope{URL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Language: s.Language}
 			},

@@ -30,31 +30,20 @@ type Settings struct {
 var synthesizers = provider.Table[Settings, driver.Synthesizer]{
 	Kind: "tts",
 	Common: func(s Settings) provider.Common {
-		return provider.Common{Provider: s.Provider, BaseURL: s.BaseURL, Model: s.Model}
+		return provider.Common{Provider: s.Provider, BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model}
 	},
 	Rows: []provider.Row[Settings, driver.Synthesizer]{
 		{
 			Name: "openai", Schemes: [2]string{"http", "https"}, BaseURL: OpenAIBaseURL, Model: OpenAIModel,
-			KeyEnv: "OPENAI_API_KEY", KeyEnvAtDefault: true,
-			Check: func(s Settings) error {
-				if s.BaseURL == "" && s.APIKey == "" {
-					return errors.New("tts-provider openai with no tts-base-url is OpenAI itself, which needs tts-api-key (or OPENAI_API_KEY); for a local server (Kokoro-FastAPI, speaches, LocalAI) set tts-base-url")
-				}
-				return nil
-			},
+			NeedsKey: true, AtDefault: true, Title: "OpenAI", KeyEnv: "OPENAI_API_KEY",
+			Local: "Kokoro-FastAPI, speaches, LocalAI",
 			New: func(s Settings) driver.Synthesizer {
 				return &OpenAI{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Voice: s.Voice, SampleRate: s.SampleRate}
 			},
 		},
 		{
 			Name: "dashscope", Schemes: [2]string{"ws", "wss"}, BaseURL: DashScopeURL, Model: DashScopeModel,
-			KeyEnv: "DASHSCOPE_API_KEY",
-			Check: func(s Settings) error {
-				if s.APIKey == "" {
-					return errors.New("tts-provider dashscope needs tts-api-key (or DASHSCOPE_API_KEY)")
-				}
-				return nil
-			},
+			NeedsKey: true, KeyEnv: "DASHSCOPE_API_KEY",
 			New: func(s Settings) driver.Synthesizer {
 				return &DashScope{URL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Voice: s.Voice, SampleRate: s.SampleRate}
 			},

@@ -1,6 +1,9 @@
 package provider
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestUnknownListsTheKnownNames(t *testing.T) {
 	for known, want := range map[string]string{
@@ -8,7 +11,7 @@ func TestUnknownListsTheKnownNames(t *testing.T) {
 		"a b":   `x-provider: "z" is not a or b`,
 		"a b c": `x-provider: "z" is not a, b or c`,
 	} {
-		if got := Unknown("x-provider", "z", splitSpaces(known)).Error(); got != want {
+		if got := Unknown("x-provider", "z", strings.Fields(known)).Error(); got != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
 	}
@@ -21,16 +24,4 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("CheckURL(%q) = %v", base, err)
 		}
 	}
-}
-
-func splitSpaces(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ' ' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -20,6 +21,7 @@ type Table[S, T any] struct {
 type Common struct {
 	Provider string // "": none
 	BaseURL  string // "": the provider's default
+	APIKey   string
 	Model    string // "": the provider's default
 }
 
@@ -29,14 +31,20 @@ type Row[S, T any] struct {
 	Schemes [2]string // of the base URL
 	// BaseURL and Model are the defaults, for the startup log.
 	BaseURL, Model string
+	// NeedsKey says the API key is required. With AtDefault, only at
+	// BaseURL (the provider itself, Title, rather than one of the Local
+	// servers compatible with it, which need a base URL instead).
+	NeedsKey  bool
+	AtDefault bool
+	Title     string // "OpenAI"
+	Local     string // "speaches, LocalAI, whisper.cpp"
 	// KeyEnv is the environment variable an empty API key comes from
-	// ("": none); with KeyEnvAtDefault only when the base URL is left to
-	// BaseURL (the provider itself, not a server compatible with it).
-	KeyEnv          string
-	KeyEnvAtDefault bool
-	// Check says what else the settings need; nil for nothing.
-	Check func(S) error
-	New   func(S) T
+	// ("": none); with AtDefault only at BaseURL.
+	KeyEnv string
+	// NeedsBaseURL, when set, says the base URL is required, and what it
+	// is: "the FunASR server's ws://host:10095".
+	NeedsBaseURL string
+	New          func(S) T
 }
 
 // Names are the providers' names, in the table's order.
@@ -70,12 +78,17 @@ func (t *Table[S, T]) Check(s S) []error {
 		return []error{Unknown(t.Kind+"-provider", c.Provider, t.Names())}
 	}
 	var errs []error
-	if r.Check != nil {
-		if err := r.Check(s); err != nil {
-			errs = append(errs, err)
-		}
+	k := t.Kind
+	switch {
+	case r.NeedsKey && r.AtDefault && c.APIKey == "" && c.BaseURL == "":
+		errs = append(errs, fmt.Errorf("%[1]s-provider %[2]s with no %[1]s-base-url is %[3]s itself, which needs %[1]s-api-key%[4]s; for a local server (%[5]s) set %[1]s-base-url",
+			k, r.Name, r.Title, orEnv(r.KeyEnv), r.Local))
+	case r.NeedsKey && !r.AtDefault && c.APIKey == "":
+		errs = append(errs, fmt.Errorf("%[1]s-provider %[2]s needs %[1]s-api-key%[3]s", k, r.Name, orEnv(r.KeyEnv)))
+	case r.NeedsBaseURL != "" && c.BaseURL == "":
+		errs = append(errs, fmt.Errorf("%[1]s-provider %[2]s needs %[1]s-base-url, %[3]s", k, r.Name, r.NeedsBaseURL))
 	}
-	if err := CheckURL(t.Kind+"-base-url", c.BaseURL, r.Schemes); err != nil {
+	if err := CheckURL(k+"-base-url", c.BaseURL, r.Schemes); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
@@ -100,7 +113,7 @@ func (t *Table[S, T]) New(s S) (T, error) {
 func (t *Table[S, T]) KeyEnv(s S) string {
 	c := t.Common(s)
 	r, _ := t.row(c.Provider)
-	if r.KeyEnvAtDefault && c.BaseURL != "" {
+	if r.AtDefault && c.BaseURL != "" {
 		return ""
 	}
 	return r.KeyEnv
@@ -118,4 +131,12 @@ func (t *Table[S, T]) Summary(s S) string {
 		c.Model = r.Model
 	}
 	return strings.Join(strings.Fields(c.Provider+" "+c.Model+" at "+c.BaseURL), " ") // no model: "funasr at ws://…"
+}
+
+// orEnv is " (or OPENAI_API_KEY)", the other source of a key; "" for none.
+func orEnv(env string) string {
+	if env == "" {
+		return ""
+	}
+	return " (or " + env + ")"
 }
