@@ -2,11 +2,9 @@ package asr
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
-	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/internal/dashscope"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 )
@@ -69,24 +67,22 @@ func (d dashScopeTask) finish(ctx context.Context) (string, error) {
 	}
 	var text strings.Builder
 	pending := ""
+	var p struct {
+		Output struct {
+			Sentence struct {
+				Text string `json:"text"`
+				End  bool   `json:"sentence_end"`
+			} `json:"sentence"`
+		} `json:"output"`
+	}
 	for {
-		m, err := d.t.Read(ctx)
+		p.Output.Sentence.Text, p.Output.Sentence.End = "", false
+		m, err := d.t.Read(ctx, &p)
 		if err != nil {
 			return "", err
 		}
 		switch m.Event {
 		case "result-generated":
-			var p struct {
-				Output struct {
-					Sentence struct {
-						Text string `json:"text"`
-						End  bool   `json:"sentence_end"`
-					} `json:"sentence"`
-				} `json:"output"`
-			}
-			if json.Unmarshal(m.Payload, &p) != nil {
-				return "", d.t.Errorf("sent a result that is not one: %s", hub.Truncate(m.Payload, 120))
-			}
 			if s := p.Output.Sentence; s.End {
 				text.WriteString(s.Text)
 				pending = ""

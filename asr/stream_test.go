@@ -16,7 +16,7 @@ import (
 )
 
 // wsServer runs handle for each WebSocket connection.
-func wsServer(t *testing.T, handle func(r *http.Request, c *websocket.Conn)) string {
+func wsServer(t testing.TB, handle func(r *http.Request, c *websocket.Conn)) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"binary"}})
 		if err != nil {

@@ -74,7 +74,7 @@ func (s *taskSpeech) SampleRate() int { return s.rate }
 // Read returns the next chunk of PCM, or io.EOF after task-finished.
 func (s *taskSpeech) Read(ctx context.Context) ([]int16, error) {
 	for !s.done {
-		m, err := s.t.Read(ctx)
+		m, err := s.t.Read(ctx, nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -45,6 +45,10 @@ type Task struct {
 	id    string
 	what  string // the service, in errors: "speech recognition"
 	where string // "DashScope at host/path"
+	in    struct {
+		Header  header `json:"header"`
+		Payload any    `json:"payload"`
+	} // the message Read decodes (one for the task, not one per message; Read is called by one goroutine at a time)
 }
 
 // Dial connects to url ("" for URL) with the API key, for a task of the
@@ -73,7 +77,7 @@ func (t *Task) Run(ctx context.Context, task, function, model string, parameters
 		return err
 	}
 	for {
-		m, err := t.Read(ctx)
+		m, err := t.Read(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -101,16 +105,16 @@ func (t *Task) WriteAudio(ctx context.Context, audio []byte) error {
 	return nil
 }
 
-// Message is what the server sent: an event with its payload, or audio.
+// Message is what the server sent: an event, or audio.
 type Message struct {
-	Event   string          // "" for audio
-	Payload json.RawMessage // the event's payload
-	Audio   []byte          // a binary message
+	Event string // "" for audio
+	Audio []byte // a binary message
 }
 
-// Read returns the next message; task-failed is an error with the
+// Read returns the next message, an event's payload decoded into payload
+// (a pointer; nil when it is not wanted); task-failed is an error with the
 // service's code and message.
-func (t *Task) Read(ctx context.Context) (Message, error) {
+func (t *Task) Read(ctx context.Context, payload any) (Message, error) {
 	typ, data, err := t.c.Read(ctx)
 	if err != nil {
 		return Message{}, t.fail(err)
@@ -118,17 +122,18 @@ func (t *Task) Read(ctx context.Context) (Message, error) {
 	if typ != websocket.MessageText {
 		return Message{Audio: data}, nil
 	}
-	var m struct {
-		Header  header          `json:"header"`
-		Payload json.RawMessage `json:"payload"`
+	if payload == nil {
+		payload = &struct{}{}
 	}
-	if json.Unmarshal(data, &m) != nil || m.Header.Event == "" {
+	m := &t.in
+	m.Header, m.Payload = header{}, payload
+	if json.Unmarshal(data, m) != nil || m.Header.Event == "" {
 		return Message{}, t.Errorf("sent something that is not an event: %s", hub.Truncate(data, 120))
 	}
 	if m.Header.Event == "task-failed" {
 		return Message{}, t.Errorf("failed: %s %s", m.Header.ErrorCode, hub.Truncate([]byte(m.Header.ErrorMessage), 160))
 	}
-	return Message{Event: m.Header.Event, Payload: m.Payload}, nil
+	return Message{Event: m.Header.Event}, nil
 }
 
 // Close ends the connection.
