@@ -70,7 +70,8 @@ func Dial(ctx context.Context, url, apiKey, what string) (*Task, error) {
 	return t, nil
 }
 
-// Run starts the task and returns once the server has said task-started.
+// Run starts the task and returns once the server has said task-started
+// (events before it are passed over; task-failed is an error).
 func (t *Task) Run(ctx context.Context, task, function, model string, parameters map[string]any) error {
 	if err := t.send(ctx, "run-task", map[string]any{"task_group": "audio", "task": task, "function": function,
 		"model": model, "parameters": parameters, "input": map[string]any{}}); err != nil {

@@ -28,7 +28,7 @@ type Common struct {
 // Row is one provider.
 type Row[S, T any] struct {
 	Name    string
-	Schemes [2]string // of the base URL
+	Schemes [2]string // of the base URL (none: the provider takes no address)
 	// BaseURL and Model are the defaults, for the startup log.
 	BaseURL, Model string
 	// NeedsKey says the API key is required. With AtDefault, only at
@@ -44,7 +44,10 @@ type Row[S, T any] struct {
 	// NeedsBaseURL, when set, says the base URL is required, and what it
 	// is: "the FunASR server's ws://host:10095".
 	NeedsBaseURL string
-	New          func(S) T
+	// Check says what else the settings need (a local provider's model
+	// file, say); nil for nothing.
+	Check func(S) error
+	New   func(S) T
 }
 
 // Names are the providers' names, in the table's order.
@@ -88,7 +91,14 @@ func (t *Table[S, T]) Check(s S) []error {
 	case r.NeedsBaseURL != "" && c.BaseURL == "":
 		errs = append(errs, fmt.Errorf("%[1]s-provider %[2]s needs %[1]s-base-url, %[3]s", k, r.Name, r.NeedsBaseURL))
 	}
-	if err := CheckURL(k+"-base-url", c.BaseURL, r.Schemes); err != nil {
+	if r.Check != nil {
+		if err := r.Check(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.Schemes[0] == "" && c.BaseURL != "" {
+		errs = append(errs, fmt.Errorf("%s-base-url: %s-provider %s takes no address", k, k, r.Name))
+	} else if err := CheckURL(k+"-base-url", c.BaseURL, r.Schemes); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
