@@ -1,11 +1,3 @@
-// Package asr holds the speech recognition providers of spoken
-// conversations. Each turns an utterance of 16 kHz mono PCM into text.
-//
-// OpenAI speaks the OpenAI-compatible POST {base}/audio/transcriptions
-// (https://platform.openai.com/docs/api-reference/audio/createTranscription),
-// which OpenAI, Groq, SiliconFlow and local servers (speaches, LocalAI,
-// whisper.cpp's server) all accept: the utterance is uploaded as a WAV
-// file once it is complete.
 package asr
 
 import (
@@ -15,15 +7,21 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/internal/provider"
+	"github.com/xiaozhi-hub/hub/voice/driver"
 	"github.com/xiaozhi-hub/hub/wav"
 )
 
-// OpenAI is an OpenAI-compatible transcription API.
+// OpenAI is an OpenAI-compatible transcription API: POST
+// {base}/audio/transcriptions
+// (https://platform.openai.com/docs/api-reference/audio/createTranscription),
+// which OpenAI, Groq, SiliconFlow and local servers (speaches, LocalAI,
+// whisper.cpp's server) all accept. The utterance is uploaded as a WAV
+// file once it is complete.
 type OpenAI struct {
 	BaseURL  string // e.g. https://api.openai.com/v1 (default)
 	APIKey   string // sent as a bearer token when set
@@ -40,7 +38,7 @@ type OpenAI struct {
 const rate = 16000
 
 // Start opens an utterance; language, when set, overrides o.Language.
-func (o *OpenAI) Start(_ context.Context, language string) (*Upload, error) {
+func (o *OpenAI) Start(_ context.Context, language string) (driver.Recognition, error) {
 	if language == "" {
 		language = o.Language
 	}
@@ -48,11 +46,11 @@ func (o *OpenAI) Start(_ context.Context, language string) (*Upload, error) {
 	if max <= 0 {
 		max = 60 * time.Second
 	}
-	return &Upload{o: o, language: language, max: int(max.Seconds() * rate)}, nil
+	return &upload{o: o, language: language, max: int(max.Seconds() * rate)}, nil
 }
 
-// Upload collects an utterance and transcribes it when it is complete.
-type Upload struct {
+// upload collects an utterance and transcribes it when it is complete.
+type upload struct {
 	o        *OpenAI
 	language string
 	pcm      []int16
@@ -60,7 +58,7 @@ type Upload struct {
 }
 
 // Write adds PCM (16 kHz mono).
-func (u *Upload) Write(pcm []int16) error {
+func (u *upload) Write(pcm []int16) error {
 	if room := u.max - len(u.pcm); room > 0 {
 		u.pcm = append(u.pcm, pcm[:min(len(pcm), room)]...)
 	}
@@ -68,10 +66,10 @@ func (u *Upload) Write(pcm []int16) error {
 }
 
 // Close releases the audio.
-func (u *Upload) Close() { u.pcm = nil }
+func (u *upload) Close() { u.pcm = nil }
 
 // Finish uploads the utterance and returns its text.
-func (u *Upload) Finish(ctx context.Context) (string, error) {
+func (u *upload) Finish(ctx context.Context) (string, error) {
 	if len(u.pcm) == 0 {
 		return "", nil
 	}
@@ -107,21 +105,21 @@ func (u *Upload) Finish(ctx context.Context) (string, error) {
 	}
 	res, err := client(o.Client).Do(req)
 	if err != nil {
-		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s: %v", host(endpoint), err)
+		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s: %v", provider.Host(endpoint), err)
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
-		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s: %v", host(endpoint), err)
+		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s: %v", provider.Host(endpoint), err)
 	}
 	if res.StatusCode/100 != 2 {
-		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s answered %d: %s", host(endpoint), res.StatusCode, providerMessage(data))
+		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s answered %d: %s", provider.Host(endpoint), res.StatusCode, provider.Message(data))
 	}
 	var out struct {
 		Text *string `json:"text"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil || out.Text == nil {
-		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s answered something that is not a transcription: %s", host(endpoint), hub.Truncate(data, 120))
+		return "", hub.Errorf(hub.EUNAVAILABLE, "speech recognition at %s answered something that is not a transcription: %s", provider.Host(endpoint), hub.Truncate(data, 120))
 	}
 	return strings.TrimSpace(*out.Text), nil
 }
@@ -138,25 +136,4 @@ func client(c *http.Client) *http.Client {
 		return http.DefaultClient
 	}
 	return c
-}
-
-func host(endpoint string) string {
-	if u, err := url.Parse(endpoint); err == nil {
-		return u.Host
-	}
-	return "the provider"
-}
-
-// providerMessage is the error message of an OpenAI-style error body
-// ({"error":{"message":…}}), or the body itself, cut short.
-func providerMessage(body []byte) string {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return hub.Truncate([]byte(e.Error.Message), 200)
-	}
-	return hub.Truncate(body, 200)
 }

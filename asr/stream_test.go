@@ -12,10 +12,11 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/voice/driver"
 )
 
 // wsServer runs handle for each WebSocket connection.
-func wsServer(t *testing.T, handle func(r *http.Request, c *websocket.Conn)) string {
+func wsServer(t testing.TB, handle func(r *http.Request, c *websocket.Conn)) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"binary"}})
 		if err != nil {
@@ -45,7 +46,7 @@ func samplesOf(t *testing.T, c *websocket.Conn) (int, int16, []byte) {
 	}
 }
 
-func speak(t *testing.T, s *Stream) {
+func speak(t *testing.T, s driver.Recognition) {
 	for i := range 10 {
 		pcm := make([]int16, 960)
 		pcm[959] = int16(i + 1)

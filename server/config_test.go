@@ -55,6 +55,10 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--asr-provider", "openai"}, "asr-provider openai with no asr-base-url is OpenAI itself, which needs asr-api-key"},
 		{[]string{"--tts-provider", "openai"}, "tts-provider openai with no tts-base-url is OpenAI itself, which needs tts-api-key"},
 		{[]string{"--asr-provider", "whisper"}, "asr-provider: \"whisper\" is not openai, funasr or dashscope"},
+		{[]string{"--tts-provider", "kokoro"}, "tts-provider: \"kokoro\" is not openai or dashscope"},
+		{[]string{"--asr-provider", "funasr", "--asr-base-url", "http://asr:10095"}, "asr-base-url: \"http://asr:10095\" is not a ws:// or wss:// URL"},
+		{[]string{"--tts-provider", "dashscope"}, "tts-provider dashscope needs tts-api-key (or DASHSCOPE_API_KEY)"},
+		{[]string{"--tts-sample-rate", "96000"}, "tts-sample-rate: 96000 is outside 8000..48000"},
 	} {
 		_, err := server.LoadConfig(tc.args, noEnv)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -122,6 +126,22 @@ func TestConfigAgentFromEnvironment(t *testing.T) {
 	}
 	if cfg.AgentProvider != "openai" || cfg.AgentModel != "gpt-x" || cfg.AgentAPIKey != "o" || cfg.AgentAuthToken != "" {
 		t.Errorf("flags over the environment: %+v", cfg)
+	}
+}
+
+// An empty speech API key comes from the environment variable of its
+// provider: OPENAI_API_KEY for OpenAI itself only, DASHSCOPE_API_KEY.
+func TestConfigSpeechKeysFromEnvironment(t *testing.T) {
+	env := func(k string) string {
+		return map[string]string{"OPENAI_API_KEY": "sk-openai", "DASHSCOPE_API_KEY": "sk-ds"}[k]
+	}
+	c, err := server.LoadConfig([]string{"--asr-provider", "openai", "--tts-provider", "dashscope"}, env)
+	if err != nil || c.ASRAPIKey != "sk-openai" || c.TTSAPIKey != "sk-ds" {
+		t.Fatalf("keys %q %q, %v", c.ASRAPIKey, c.TTSAPIKey, err)
+	}
+	c, err = server.LoadConfig([]string{"--asr-provider", "dashscope", "--tts-provider", "openai", "--tts-base-url", "http://kokoro:8880/v1"}, env)
+	if err != nil || c.ASRAPIKey != "sk-ds" || c.TTSAPIKey != "" {
+		t.Fatalf("keys %q %q (OpenAI's key is not sent to another server), %v", c.ASRAPIKey, c.TTSAPIKey, err)
 	}
 }
 

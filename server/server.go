@@ -69,6 +69,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	vopts, err := voiceOptions(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -201,7 +205,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		},
 	})
 	vm := h.newVoiceMetrics()
-	vopts := voiceOptions(cfg)
 	vopts.Brain, vopts.Logger = agentBrain{h.agent}, log.With("component", "voice")
 	vopts.OnTurn = func(r voice.TurnRecord) { vm.turn(reg, r) }
 	vopts.VoiceOf = func(id string) string { // a person's choice for the device (PATCH voice)

@@ -32,20 +32,12 @@ func speechSummary(c Config) string {
 	if c.ASRProvider == "" && c.TTSProvider == "" {
 		return "not configured (devices are told so; set asr-provider and tts-provider, see README \"A device that talks\")"
 	}
-	part := func(what, provider, base, model string, defaults map[string][2]string) string {
+	part := func(what, provider, summary string) string {
 		if provider == "" {
 			return what + " not configured"
 		}
-		if base == "" {
-			base = defaults[provider][0]
-		}
-		if model == "" {
-			model = defaults[provider][1]
-		}
-		return strings.Join(strings.Fields(what+" "+provider+" "+model+" at "+base), " ")
+		return what + " " + summary
 	}
-	return part("recognition", c.ASRProvider, c.ASRBaseURL, c.ASRModel, map[string][2]string{
-		"openai": {asr.OpenAIBaseURL, asr.OpenAIModel}, "dashscope": {asr.DashScopeURL, asr.DashScopeModel}}) +
-		"; " + part("synthesis", c.TTSProvider, c.TTSBaseURL, c.TTSModel, map[string][2]string{
-		"openai": {tts.OpenAIBaseURL, tts.OpenAIModel}, "dashscope": {tts.DashScopeURL, tts.DashScopeModel}})
+	return part("recognition", c.ASRProvider, asr.Summary(c.asrSettings())) +
+		"; " + part("synthesis", c.TTSProvider, tts.Summary(c.ttsSettings()))
 }

@@ -74,88 +74,21 @@ func (v *voiceMetrics) turn(reg *registry.Registry, r voice.TurnRecord) {
 	reg.Record(hub.EventVoiceTurn, r.DeviceID, r)
 }
 
-// The adapters below give the voice engine its codec and providers.
-
-type opusCodec struct{}
-
-func (opusCodec) NewDecoder(rate int) (voice.Decoder, error) {
-	d, err := opus.NewDecoder(rate)
+// voiceOptions gives the voice engine its codec and the speech providers
+// the settings name (none when they name none); Validate has checked the
+// settings.
+func voiceOptions(cfg Config) (voice.Options, error) {
+	rec, err := asr.New(cfg.asrSettings())
 	if err != nil {
-		return nil, err
+		return voice.Options{}, err
 	}
-	return d, nil
-}
-
-func (opusCodec) NewEncoder(rate, frameMs int) (voice.Encoder, error) {
-	e, err := opus.NewEncoder(rate, frameMs)
+	syn, err := tts.New(cfg.ttsSettings())
 	if err != nil {
-		return nil, err
+		return voice.Options{}, err
 	}
-	return e, nil
-}
-
-type openAIRecognizer struct{ o *asr.OpenAI }
-
-func (r openAIRecognizer) Start(ctx context.Context, language string) (voice.Recognition, error) {
-	u, err := r.o.Start(ctx, language)
-	if err != nil {
-		return nil, err
-	}
-	return u, nil
-}
-
-// streamRecognizer adapts the WebSocket recognizers (FunASR, DashScope).
-type streamRecognizer struct {
-	start func(ctx context.Context, language string) (*asr.Stream, error)
-}
-
-func (r streamRecognizer) Start(ctx context.Context, language string) (voice.Recognition, error) {
-	s, err := r.start(ctx, language)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-type openAISynthesizer struct{ o *tts.OpenAI }
-
-func (s openAISynthesizer) Synthesize(ctx context.Context, text, v string) (voice.Speech, error) {
-	st, err := s.o.Synthesize(ctx, text, v)
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-type dashScopeSynthesizer struct{ d *tts.DashScope }
-
-func (s dashScopeSynthesizer) Synthesize(ctx context.Context, text, v string) (voice.Speech, error) {
-	st, err := s.d.Synthesize(ctx, text, v)
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// voiceOptions builds the voice engine's providers from the settings.
-func voiceOptions(cfg Config) voice.Options {
-	o := voice.Options{Codec: opusCodec{}, NewVAD: func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
-		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice, Language: cfg.ASRLanguage}
-	switch cfg.ASRProvider {
-	case "openai":
-		o.Recognizer = openAIRecognizer{&asr.OpenAI{BaseURL: cfg.ASRBaseURL, APIKey: cfg.ASRAPIKey, Model: cfg.ASRModel, Language: cfg.ASRLanguage}}
-	case "funasr":
-		o.Recognizer = streamRecognizer{(&asr.FunASR{URL: cfg.ASRBaseURL}).Start}
-	case "dashscope":
-		o.Recognizer = streamRecognizer{(&asr.DashScope{URL: cfg.ASRBaseURL, APIKey: cfg.ASRAPIKey, Model: cfg.ASRModel, Language: cfg.ASRLanguage}).Start}
-	}
-	switch cfg.TTSProvider {
-	case "openai":
-		o.Synthesizer = openAISynthesizer{&tts.OpenAI{BaseURL: cfg.TTSBaseURL, APIKey: cfg.TTSAPIKey, Model: cfg.TTSModel, Voice: cfg.TTSVoice, SampleRate: cfg.TTSSampleRate}}
-	case "dashscope":
-		o.Synthesizer = dashScopeSynthesizer{&tts.DashScope{URL: cfg.TTSBaseURL, APIKey: cfg.TTSAPIKey, Model: cfg.TTSModel, Voice: cfg.TTSVoice, SampleRate: cfg.TTSSampleRate}}
-	}
-	return o
+	return voice.Options{Codec: opus.Codec{}, Recognizer: rec, Synthesizer: syn,
+		NewVAD:  func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
+		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice, Language: cfg.ASRLanguage}, nil
 }
 
 // deviceLanguage is the language a device reported at its OTA check (its

@@ -1,80 +1,35 @@
 package server
 
 import (
-	"errors"
-	"fmt"
-	"net/url"
+	"github.com/xiaozhi-hub/hub/asr"
+	"github.com/xiaozhi-hub/hub/tts"
 )
 
-// validateVoice checks the speech provider settings.
+// asrSettings are the speech recognition settings, for package asr.
+func (c Config) asrSettings() asr.Settings {
+	return asr.Settings{Provider: c.ASRProvider, BaseURL: c.ASRBaseURL, APIKey: c.ASRAPIKey, Model: c.ASRModel, Language: c.ASRLanguage}
+}
+
+// ttsSettings are the speech synthesis settings, for package tts.
+func (c Config) ttsSettings() tts.Settings {
+	return tts.Settings{Provider: c.TTSProvider, BaseURL: c.TTSBaseURL, APIKey: c.TTSAPIKey, Model: c.TTSModel,
+		Voice: c.TTSVoice, SampleRate: c.TTSSampleRate}
+}
+
+// validateVoice checks the speech provider settings (each provider package
+// checks its own, in the words of the settings).
 func (c Config) validateVoice() []error {
-	var errs []error
-	switch c.ASRProvider {
-	case "":
-	case "openai":
-		if c.ASRBaseURL == "" && c.ASRAPIKey == "" {
-			errs = append(errs, errors.New("asr-provider openai with no asr-base-url is OpenAI itself, which needs asr-api-key (or OPENAI_API_KEY); for a local server (speaches, LocalAI, whisper.cpp) set asr-base-url"))
-		}
-		errs = append(errs, checkBase("asr-base-url", c.ASRBaseURL, "http", "https")...)
-	case "funasr":
-		if c.ASRBaseURL == "" {
-			errs = append(errs, fmt.Errorf("asr-provider funasr needs asr-base-url, the FunASR server's ws://host:10095"))
-		}
-		errs = append(errs, checkBase("asr-base-url", c.ASRBaseURL, "ws", "wss")...)
-	case "dashscope":
-		if c.ASRAPIKey == "" {
-			errs = append(errs, fmt.Errorf("asr-provider dashscope needs asr-api-key (or DASHSCOPE_API_KEY)"))
-		}
-		errs = append(errs, checkBase("asr-base-url", c.ASRBaseURL, "ws", "wss")...)
-	default:
-		errs = append(errs, fmt.Errorf("asr-provider: %q is not openai, funasr or dashscope", c.ASRProvider))
-	}
-	switch c.TTSProvider {
-	case "":
-	case "openai":
-		if c.TTSBaseURL == "" && c.TTSAPIKey == "" {
-			errs = append(errs, errors.New("tts-provider openai with no tts-base-url is OpenAI itself, which needs tts-api-key (or OPENAI_API_KEY); for a local server (Kokoro-FastAPI, speaches, LocalAI) set tts-base-url"))
-		}
-		errs = append(errs, checkBase("tts-base-url", c.TTSBaseURL, "http", "https")...)
-	case "dashscope":
-		if c.TTSAPIKey == "" {
-			errs = append(errs, fmt.Errorf("tts-provider dashscope needs tts-api-key (or DASHSCOPE_API_KEY)"))
-		}
-		errs = append(errs, checkBase("tts-base-url", c.TTSBaseURL, "ws", "wss")...)
-	default:
-		errs = append(errs, fmt.Errorf("tts-provider: %q is not openai or dashscope", c.TTSProvider))
-	}
-	if c.TTSSampleRate < 8000 || c.TTSSampleRate > 48000 {
-		errs = append(errs, fmt.Errorf("tts-sample-rate: %d is outside 8000..48000", c.TTSSampleRate))
-	}
-	return errs
+	return append(asr.Check(c.asrSettings()), tts.Check(c.ttsSettings())...)
 }
 
-func checkBase(key, base string, schemes ...string) []error {
-	if base == "" {
-		return nil
-	}
-	u, err := url.Parse(base)
-	if err != nil || u.Host == "" || (u.Scheme != schemes[0] && u.Scheme != schemes[1]) {
-		return []error{fmt.Errorf("%s: %q is not a %s:// or %s:// URL", key, base, schemes[0], schemes[1])}
-	}
-	return nil
-}
-
-// resolveVoice fills the API keys of OpenAI providers left empty from
-// OPENAI_API_KEY, when they talk to OpenAI itself.
+// resolveVoice fills the API keys left empty from the environment variable
+// each provider names: OPENAI_API_KEY for OpenAI itself (no base URL),
+// DASHSCOPE_API_KEY for DashScope.
 func (c *Config) resolveVoice(getenv func(string) string) {
-	key := getenv("OPENAI_API_KEY")
-	if c.ASRProvider == "openai" && c.ASRAPIKey == "" && c.ASRBaseURL == "" {
-		c.ASRAPIKey = key
+	if env := asr.KeyEnv(c.asrSettings()); c.ASRAPIKey == "" && env != "" {
+		c.ASRAPIKey = getenv(env)
 	}
-	if c.ASRProvider == "dashscope" && c.ASRAPIKey == "" {
-		c.ASRAPIKey = getenv("DASHSCOPE_API_KEY")
-	}
-	if c.TTSProvider == "dashscope" && c.TTSAPIKey == "" {
-		c.TTSAPIKey = getenv("DASHSCOPE_API_KEY")
-	}
-	if c.TTSProvider == "openai" && c.TTSAPIKey == "" && c.TTSBaseURL == "" {
-		c.TTSAPIKey = key
+	if env := tts.KeyEnv(c.ttsSettings()); c.TTSAPIKey == "" && env != "" {
+		c.TTSAPIKey = getenv(env)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-func dsServer(t *testing.T, handle func(r *http.Request, c *websocket.Conn)) string {
+func dsServer(t testing.TB, handle func(r *http.Request, c *websocket.Conn)) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/voice/driver"
 )
 
 func server(t *testing.T, handle func(w http.ResponseWriter, r *http.Request)) *OpenAI {
@@ -21,7 +22,7 @@ func server(t *testing.T, handle func(w http.ResponseWriter, r *http.Request)) *
 	return &OpenAI{BaseURL: srv.URL + "/v1", APIKey: "sk-test", Model: "kokoro", Voice: "zf_xiaoxiao"}
 }
 
-func readAll(t *testing.T, s *Stream) []int16 {
+func readAll(t *testing.T, s driver.Speech) []int16 {
 	var all []int16
 	for {
 		pcm, err := s.Read(context.Background())

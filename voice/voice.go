@@ -7,8 +7,9 @@
 //
 // It is transport-blind: the device session hands it messages and frames
 // and gives it an Output to answer through. Providers (recognition,
-// synthesis, the model) and the codec are interfaces declared here, so that
-// the engine can be tested and run with any of them; with a part missing,
+// synthesis, the model) and the codec are interfaces (the providers' and the
+// codec's declared in package driver, named here too), so that the engine
+// can be tested and run with any of them; with a part missing,
 // every turn still ends properly and says what to configure.
 package voice
 
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/voice/driver"
 )
 
 // Output is how a conversation reaches its device (the device session).
@@ -35,37 +37,18 @@ type Output interface {
 	End(reason string)
 }
 
-// Recognizer turns speech into text (package asr).
-type Recognizer interface {
-	// Start opens a recognition of 16 kHz mono PCM in language ("zh",
-	// "en"; "" lets the provider decide).
-	Start(ctx context.Context, language string) (Recognition, error)
-}
-
-// Recognition is one utterance being recognised.
-type Recognition interface {
-	// Write adds PCM as it arrives.
-	Write(pcm []int16) error
-	// Finish ends the audio and returns the text ("" when nothing was said).
-	Finish(ctx context.Context) (string, error)
-	// Close releases it (after Finish, or to abandon it).
-	Close()
-}
-
-// Synthesizer turns text into speech (package tts).
-type Synthesizer interface {
-	// Synthesize streams the speech of text in voice ("" for the default).
-	Synthesize(ctx context.Context, text, voice string) (Speech, error)
-}
-
-// Speech is synthesised audio as it arrives.
-type Speech interface {
-	// SampleRate of the PCM Read returns.
-	SampleRate() int
-	// Read returns the next PCM chunk, or io.EOF after the last.
-	Read(ctx context.Context) ([]int16, error)
-	Close()
-}
+// The parts the engine is given, declared in package driver so that their
+// providers need not import the engine.
+type (
+	// Recognizer turns speech into text (package asr).
+	Recognizer = driver.Recognizer
+	// Recognition is one utterance being recognised.
+	Recognition = driver.Recognition
+	// Synthesizer turns text into speech (package tts).
+	Synthesizer = driver.Synthesizer
+	// Speech is synthesised audio as it arrives.
+	Speech = driver.Speech
+)
 
 // Brain answers what the person said (the built-in agent): deltas of the
 // answer's text as the model writes them, and the whole answer.
@@ -82,23 +65,15 @@ type Turn struct {
 	Text     string
 }
 
-// Codec makes the Opus coders of one conversation.
-type Codec interface {
-	// NewDecoder decodes mono Opus to PCM at rate.
-	NewDecoder(rate int) (Decoder, error)
-	// NewEncoder encodes mono PCM at rate into packets of frameMs.
-	NewEncoder(rate, frameMs int) (Encoder, error)
-}
-
-// Decoder decodes one Opus packet.
-type Decoder interface {
-	Decode(packet []byte) ([]int16, error)
-}
-
-// Encoder encodes exactly one frame of PCM into one packet.
-type Encoder interface {
-	Encode(pcm []int16) ([]byte, error)
-}
+// The Opus codec (package opus), declared in package driver.
+type (
+	// Codec makes the Opus coders of one conversation.
+	Codec = driver.Codec
+	// Decoder decodes one Opus packet.
+	Decoder = driver.Decoder
+	// Encoder encodes exactly one frame of PCM into one packet.
+	Encoder = driver.Encoder
+)
 
 // VAD tells speech from silence in 16 kHz PCM, frame by frame.
 type VAD interface {
