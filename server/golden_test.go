@@ -59,8 +59,9 @@ package server_test
 // A line "skip: <reason>" in the comment skips the file (for behaviour that
 // another branch brings; the reason says which).
 //
-// The record is stable: session ids become <sid>, <sid2>, … and the UDP
-// keys and nonces <key>, <nonce>, <key2>, … in order of appearance, the ids
+// The record is stable: the session ids of the hub's hellos become <sid>,
+// <sid2>, … (and another one, that of an MQTT connection, <conn-sid>), the
+// UDP keys and nonces <key>, <nonce>, <key2>, … in order of appearance, the ids
 // the hub gives its requests <id1>, <id2>, …, the device's token <token>,
 // ports <port>, <mqtt-port> and <udp-port>; API answers are re-encoded with
 // sorted keys, and timestamps and durations are replaced.
@@ -334,6 +335,8 @@ func (cv *conversation) learn(data []byte) {
 		if len(m.UDP) > 0 {
 			cv.openUDP(m.UDP)
 		}
+	} else if m.SessionID != "" {
+		cv.name(m.SessionID, "conn-sid") // over MQTT: the connection's, not a conversation's (§4.4)
 	}
 	if m.Payload.Method != "" && len(m.Payload.ID) > 0 {
 		cv.lastID = string(m.Payload.ID)
