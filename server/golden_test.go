@@ -73,20 +73,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/xiaozhi-hub/hub/server/servertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the hub section of testdata/*.txtar from what the hub does")
@@ -378,68 +374,4 @@ func (cv *conversation) normalize(data []byte) string {
 		}
 		return m
 	})
-}
-
-// api makes a request with the admin token and returns "<status> <body>",
-// the body re-encoded with sorted keys and with times and durations
-// replaced. It touches nothing of cv but ctx and h, so it may run on any
-// goroutine.
-func (cv *conversation) api(method, path, body string) string {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(cv.ctx, method, cv.h.URL()+path, rd)
-	if err != nil {
-		return "request: " + err.Error()
-	}
-	req.Header.Set("Authorization", "Bearer "+servertest.Token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "request: " + err.Error()
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	var v any
-	if json.Unmarshal(data, &v) == nil {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(stable(v))
-		data = bytes.TrimRight(b.Bytes(), "\n")
-	}
-	return strconv.Itoa(res.StatusCode) + " " + string(data)
-}
-
-// stable replaces values that change from run to run: times and durations.
-func stable(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			lk := strings.ToLower(k)
-			switch {
-			case strings.HasSuffix(lk, "at") || lk == "lastseen" || lk == "time" || lk == "since":
-				if _, ok := x.(string); ok {
-					v[k] = "<time>"
-					continue
-				}
-			case strings.HasSuffix(lk, "ms") || strings.Contains(lk, "duration"):
-				if _, ok := x.(float64); ok {
-					v[k] = "<duration>"
-					continue
-				}
-			}
-			v[k] = stable(x)
-		}
-	case []any:
-		for i, x := range v {
-			v[i] = stable(x)
-		}
-	case string:
-		if _, err := time.Parse(time.RFC3339Nano, v); err == nil {
-			return "<time>"
-		}
-	}
-	return v
 }

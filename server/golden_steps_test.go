@@ -1,8 +1,8 @@
 package server_test
 
-// The golden conversations' hub settings, OTA check and audio (see
-// golden_test.go for the script language; golden_mqtt_test.go for the raw
-// MQTT and UDP device).
+// The golden conversations' hub settings and the steps beyond text
+// messages: the OTA check, audio, the API (see golden_test.go for the
+// script language; golden_mqtt_test.go for the raw MQTT and UDP device).
 
 import (
 	"bufio"
@@ -23,6 +23,7 @@ import (
 	"github.com/xiaozhi-hub/hub/catalog"
 	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/server/servertest"
 )
 
 // goldenHub starts the hub that section "config" describes.
@@ -244,4 +245,68 @@ func (a audioShape) describe(packets [][]byte) string {
 		return strings.Join(odd, "; ")
 	}
 	return fmt.Sprintf("Opus, each %d ms at %d Hz", a.ms, a.rate)
+}
+
+// api makes a request with the admin token and returns "<status> <body>",
+// the body re-encoded with sorted keys and with times and durations
+// replaced. It touches nothing of cv but ctx and h, so it may run on any
+// goroutine.
+func (cv *conversation) api(method, path, body string) string {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(cv.ctx, method, cv.h.URL()+path, rd)
+	if err != nil {
+		return "request: " + err.Error()
+	}
+	req.Header.Set("Authorization", "Bearer "+servertest.Token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "request: " + err.Error()
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	var v any
+	if json.Unmarshal(data, &v) == nil {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(stable(v))
+		data = bytes.TrimRight(b.Bytes(), "\n")
+	}
+	return strconv.Itoa(res.StatusCode) + " " + string(data)
+}
+
+// stable replaces values that change from run to run: times and durations.
+func stable(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			lk := strings.ToLower(k)
+			switch {
+			case strings.HasSuffix(lk, "at") || lk == "lastseen" || lk == "time" || lk == "since":
+				if _, ok := x.(string); ok {
+					v[k] = "<time>"
+					continue
+				}
+			case strings.HasSuffix(lk, "ms") || strings.Contains(lk, "duration"):
+				if _, ok := x.(float64); ok {
+					v[k] = "<duration>"
+					continue
+				}
+			}
+			v[k] = stable(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = stable(x)
+		}
+	case string:
+		if _, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return "<time>"
+		}
+	}
+	return v
 }
