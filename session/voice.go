@@ -29,7 +29,13 @@ type ConversationOutput interface {
 	End(reason string)
 }
 
-// Conversation is one open conversation. Its methods must not block.
+// Conversation is one open conversation. Its methods run on the session's
+// read loop and must not wait for anything but the device's own
+// connection: they may do a frame's worth of work there (the voice engine
+// decodes each frame and runs its end-of-speech detector inline, so that
+// a conversation waiting for speech needs no goroutine of its own). The
+// opus slice given to Audio is valid only during the call: the transport
+// reuses it.
 type Conversation interface {
 	Listen(state, mode, text string)
 	Abort()

@@ -134,3 +134,17 @@ func TestListeningHoldsNoGoroutine(t *testing.T) {
 		}
 	})
 }
+
+// An engine closed while a person is speaking (its conversation still
+// open) ends the utterance's goroutine: Close returns.
+func TestEngineCloseMidUtterance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Options{Codec: pcmCodec{}, Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: &brain{}})
+		c := e.Open("aa:00:00:00:00:43", "zh", down, newOutput())
+		defer c.Close()
+		c.Listen("start", "manual", "")
+		c.Audio(speechFrame(500), 0)
+		synctest.Wait()
+		e.Close() // a goroutine left waiting would make the bubble deadlock
+	})
+}

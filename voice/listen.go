@@ -189,15 +189,29 @@ func (c *Conversation) recognize(u *utterance, interrupted *turn) {
 		}
 		return
 	}
-	for pcm := range u.frames {
-		_ = rec.Write(pcm)
-	}
-	t := u.turn // set before frames was closed
-	if t == nil {
-		rec.Close()
+	if t := c.transcribe(u, rec); t != nil {
+		t.run(func(ctx context.Context) { c.reply(ctx, t, rec) })
 		return
 	}
-	t.run(func(ctx context.Context) { c.reply(ctx, t, rec) })
+	rec.Close()
+}
+
+// transcribe writes the utterance into rec as it is heard, and returns its
+// turn once it has ended; nil when it was abandoned.
+func (c *Conversation) transcribe(u *utterance, rec Recognition) *turn {
+	for {
+		select {
+		case pcm, ok := <-u.frames:
+			if !ok {
+				return u.turn // set before frames was closed
+			}
+			_ = rec.Write(pcm)
+		case <-u.ctx.Done(): // the engine closes: the turn, if any, ends at once
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return u.turn
+		}
+	}
 }
 
 // unheard stops hearing an utterance whose recognition could not start,
