@@ -56,6 +56,7 @@ type Conversation struct {
 	pre        [][]int16  // the last frames before speech began (auto, realtime)
 	utt        *utterance // the utterance being heard
 	t          *turn      // the answer in progress
+	last       *turn      // the latest turn, until it has ended: the next utterance waits for it
 	quietUntil time.Time
 
 	Dropped  atomic.Uint64 // uplink frames dropped (behind, or not listening)
@@ -137,7 +138,7 @@ func (c *Conversation) Listen(state, mode, _ string) {
 	case "stop":
 		if c.on && c.mode == "manual" && c.t == nil {
 			if c.utt == nil {
-				c.startUtterance(time.Now(), nil)
+				c.startUtterance(time.Now())
 			}
 			c.endUtterance()
 		}

@@ -63,7 +63,7 @@ func (c *Conversation) hear(opus []byte) (interrupted *turn) {
 	ended := false
 	if c.mode == "manual" || c.vad == nil {
 		if c.utt == nil {
-			c.startUtterance(now, nil)
+			c.startUtterance(now)
 		}
 	} else {
 		var speaking bool
@@ -77,7 +77,7 @@ func (c *Conversation) hear(opus []byte) (interrupted *turn) {
 				return nil
 			}
 			interrupted, c.t = c.t, nil
-			c.startUtterance(now, interrupted)
+			c.startUtterance(now)
 			for _, p := range c.pre {
 				c.push(p)
 			}
@@ -106,10 +106,9 @@ func (c *Conversation) push(pcm []int16) {
 	}
 }
 
-// startUtterance starts hearing an utterance, and its goroutine; after
-// interrupted (an answer the person talked over) has ended, when set.
-// c.mu is held.
-func (c *Conversation) startUtterance(now time.Time, interrupted *turn) {
+// startUtterance starts hearing an utterance, and its goroutine. c.mu is
+// held.
+func (c *Conversation) startUtterance(now time.Time) {
 	ctx, cancel := context.WithCancel(c.e.ctx)
 	u := &utterance{ctx: ctx, cancel: cancel, frames: make(chan []int16, heardQueue), started: now}
 	if c.mode != "manual" && c.vad != nil {
@@ -117,7 +116,8 @@ func (c *Conversation) startUtterance(now time.Time, interrupted *turn) {
 		u.gap = time.AfterFunc(gapTimeout, func() { c.gapped(u) })
 	}
 	c.utt = u
-	c.goOwned(func() { c.recognize(u, interrupted) })
+	prev := c.last
+	c.goOwned(func() { c.recognize(u, prev) })
 }
 
 // gapped runs when an utterance's gap timer fires: the device stopped
@@ -163,15 +163,16 @@ func (u *utterance) abandon() {
 	close(u.frames)
 }
 
-// recognize is an utterance's goroutine: it opens the recognition (after
-// the answer the person interrupted has ended), writes the utterance into
+// recognize is an utterance's goroutine: it opens the recognition (once
+// prev, the previous turn, has ended: an answer the person talked over,
+// or one whose tts stop is being sent), writes the utterance into
 // it as it is heard, and then runs its turn. When the recognizer is
 // unavailable the device is told so in a turn, and the microphone side
 // stops until the next listen start.
-func (c *Conversation) recognize(u *utterance, interrupted *turn) {
+func (c *Conversation) recognize(u *utterance, prev *turn) {
 	defer u.cancel()
-	if interrupted != nil {
-		<-interrupted.done // its tts stop and record come before anything of this turn
+	if prev != nil {
+		<-prev.done // its tts stop and record come before anything of this turn
 	}
 	hint := c.language
 	if c.e.opts.Language != "" {

@@ -34,11 +34,13 @@ type turn struct {
 	ttsStart   time.Time // when tts start was sent
 }
 
-// newTurn makes a turn that starts now; run runs it.
+// newTurn makes a turn that starts now, the conversation's latest; run
+// runs it. c.mu is held.
 func (c *Conversation) newTurn(parent context.Context) *turn {
 	ctx, cancel := context.WithTimeout(parent, c.e.opts.MaxTurn)
 	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), c: c, start: time.Now()}
 	t.rec.DeviceID = c.deviceID
+	c.last = t
 	return t
 }
 
@@ -92,12 +94,19 @@ func (t *turn) fail(outcome string, err error) {
 }
 
 // run runs the turn's body on the calling goroutine, then ends the turn:
-// tts stop, the record, and the conversation listens again.
+// the conversation listens again (before tts stop, so that a device that
+// listens at once is heard), tts stop, the record.
 func (t *turn) run(body func(ctx context.Context)) {
 	c := t.c
-	defer close(t.done)
-	defer t.cancel()
 	body(t.ctx)
+	c.mu.Lock()
+	if c.t == t {
+		c.t = nil
+	}
+	if !c.ended {
+		c.heard(time.Now())
+	}
+	c.mu.Unlock()
 	t.stop()
 	t.mu.Lock()
 	first := t.firstAudio
@@ -115,12 +124,11 @@ func (t *turn) run(body func(ctx context.Context)) {
 	if c.e.opts.OnTurn != nil {
 		c.e.opts.OnTurn(t.rec)
 	}
+	t.cancel()
+	close(t.done)
 	c.mu.Lock()
-	if c.t == t {
-		c.t = nil
-	}
-	if !c.ended {
-		c.heard(time.Now())
+	if c.last == t {
+		c.last = nil // an ended turn is not kept
 	}
 	c.mu.Unlock()
 }
