@@ -6,19 +6,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/coder/websocket"
-	"github.com/xiaozhi-hub/hub/internal/pipenet"
 	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/protocol"
-	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
-	"github.com/xiaozhi-hub/hub/store"
 	"github.com/xiaozhi-hub/hub/vad"
 	"github.com/xiaozhi-hub/hub/voice"
 )
@@ -102,25 +98,10 @@ func bubbleGoroutines(t *testing.T) int {
 func TestListeningDevicesHoldNoConversationGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hub.db"), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		reg := registry.New(st, registry.Options{})
-		defer reg.Close()
 		e := voice.New(voice.Options{Codec: opusCodec{}, Recognizer: unusedRecognizer{}, Synthesizer: unusedSynthesizer{}, Brain: unusedBrain{},
 			NewVAD: func() voice.VAD { return vad.NewEnergy(vad.Config{}) }})
-		defer e.Close()
-		srv := session.New(session.Options{Registry: reg, Voice: engineConversations{e}})
-		defer srv.Close()
-		l := pipenet.Listen()
-		hs := &http.Server{Handler: srv}
-		served := make(chan struct{})
-		go func() { defer close(served); hs.Serve(l) }()
-		defer func() { hs.Close(); <-served }()
-		client := &http.Client{Transport: &http.Transport{DialContext: l.DialContext}}
-		defer client.CloseIdleConnections()
+		t.Cleanup(e.Close) // after the sessions
+		_, client := bubbleHub(t, session.Options{Voice: engineConversations{e}})
 
 		enc, err := opus.NewEncoder(16000, 60)
 		if err != nil {
