@@ -15,8 +15,8 @@ import (
 // A conversation waiting for speech holds no goroutine of its own: the
 // device session pushes the device's messages and audio into it on the
 // session's read loop, which decodes each frame and runs the end-of-speech
-// detector there (a frame's worth of work: tens of microseconds, see
-// BENCHMARKS.md), and its silence limit is a timer. A goroutine starts
+// detector there (a frame's worth of work, about 0.1 ms: BENCHMARKS.md),
+// and its silence limit is a timer. A goroutine starts
 // when an utterance begins (speech heard, or a push-to-talk frame): it
 // opens the recognition and streams the utterance into it as it is heard,
 // then runs the turn (recognition's end, the answer, speech) and ends with
@@ -42,7 +42,8 @@ type Conversation struct {
 	language, says string
 	resolved       sync.Once
 
-	// silence ends the conversation when nothing was heard until quietUntil.
+	// silence ends the conversation when nothing was heard until
+	// quietUntil (set by Open).
 	silence *time.Timer
 
 	mu         sync.Mutex // guards what follows: the read loop, timers and turns meet here

@@ -200,7 +200,8 @@ func New(opts Options) *Engine {
 	return &Engine{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel}
 }
 
-// Close ends every conversation and waits for them.
+// Close ends every turn in progress and waits for the goroutines of the
+// conversations; their silence timers do nothing afterwards.
 func (e *Engine) Close() {
 	e.cancel()
 	e.wg.Wait()
