@@ -24,22 +24,7 @@ import (
 func TestKeepaliveDropsSilentDevices(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hub.db"), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		reg := registry.New(st, registry.Options{})
-		defer reg.Close()
-		srv := session.New(session.Options{Registry: reg, PingInterval: 30 * time.Second, PingTimeout: 15 * time.Second})
-		defer srv.Close()
-		l := pipenet.Listen()
-		hs := &http.Server{Handler: srv}
-		served := make(chan struct{})
-		go func() { defer close(served); hs.Serve(l) }()
-		defer func() { hs.Close(); <-served }()
-		client := &http.Client{Transport: &http.Transport{DialContext: l.DialContext}}
-		defer client.CloseIdleConnections()
+		reg, client := bubbleHub(t, session.Options{PingInterval: 30 * time.Second, PingTimeout: 15 * time.Second})
 
 		dial := func(id string) *websocket.Conn {
 			c, _, err := websocket.Dial(ctx, "ws://hub/xiaozhi/v1/", &websocket.DialOptions{
@@ -82,4 +67,28 @@ func TestKeepaliveDropsSilentDevices(t *testing.T) {
 			t.Fatal("a device that answers pings must stay online")
 		}
 	})
+}
+
+// bubbleHub serves a session Server (opts, with a registry over a new
+// store) over in-memory connections, for a test in a synctest bubble;
+// the client dials it. All of it ends with the test.
+func bubbleHub(t *testing.T, opts session.Options) (*registry.Registry, *http.Client) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "hub.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg := registry.New(st, registry.Options{})
+	t.Cleanup(reg.Close)
+	opts.Registry = reg
+	srv := session.New(opts)
+	t.Cleanup(srv.Close)
+	l := pipenet.Listen()
+	hs := &http.Server{Handler: srv}
+	served := make(chan struct{})
+	go func() { defer close(served); hs.Serve(l) }()
+	t.Cleanup(func() { hs.Close(); <-served })
+	client := &http.Client{Transport: &http.Transport{DialContext: l.DialContext}}
+	t.Cleanup(client.CloseIdleConnections)
+	return reg, client
 }

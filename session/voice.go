@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/xiaozhi-hub/hub/internal/jsonscan"
 	"github.com/xiaozhi-hub/hub/protocol"
 )
 
@@ -29,7 +30,13 @@ type ConversationOutput interface {
 	End(reason string)
 }
 
-// Conversation is one open conversation. Its methods must not block.
+// Conversation is one open conversation. Its methods run on the session's
+// read loop and must not wait for anything but the device's own
+// connection: they may do a frame's worth of work there (the voice engine
+// decodes each frame and runs its end-of-speech detector inline, so that
+// a conversation waiting for speech needs no goroutine of its own). The
+// opus slice given to Audio is valid only during the call: the transport
+// reuses it.
 type Conversation interface {
 	Listen(state, mode, text string)
 	Abort()
@@ -69,16 +76,43 @@ func (s *session) listen(m protocol.Message) {
 	if conv == nil {
 		return
 	}
+	state, mode, text, err := decodeListen(m.Raw)
+	if err != nil {
+		s.badInput("bad_listen", err)
+		return
+	}
+	conv.Listen(state, mode, text)
+}
+
+var listenKeys = []string{"state", "mode", "text"}
+
+// decodeListen reads a listen message's state, mode and text as
+// encoding/json does, without its reflection for a well-formed message:
+// encoding/json's large frames grow the read loop's stack, which a
+// listening device (every WebSocket device: it connects to talk) would
+// keep for as long as it is connected, about 5 KB more than the 4 KiB an
+// idle device's read loop needs. raw is valid JSON (a decoded message's).
+func decodeListen(raw []byte) (state, mode, text string, err error) {
+	var vals [3][]byte
+	if jsonscan.ValidMembers(raw, listenKeys, vals[:]) {
+		var out [3]string
+		ok := true
+		for i, v := range vals {
+			if ok && v != nil && string(v) != "null" {
+				out[i], ok = jsonscan.String(v)
+			}
+		}
+		if ok {
+			return out[0], out[1], out[2], nil
+		}
+	}
 	var l struct {
 		State string `json:"state"`
 		Mode  string `json:"mode"`
 		Text  string `json:"text"`
 	}
-	if err := json.Unmarshal(m.Raw, &l); err != nil {
-		s.badInput("bad_listen", err)
-		return
-	}
-	conv.Listen(l.State, l.Mode, l.Text)
+	err = json.Unmarshal(raw, &l)
+	return l.State, l.Mode, l.Text, err
 }
 
 // conversationOutput is one conversation's way out; sid is its hello's

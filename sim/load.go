@@ -119,6 +119,11 @@ type LoadConfig struct {
 	// between connection attempts (defaults 500 ms and 30 s).
 	ReconnectMin, ReconnectMax time.Duration
 
+	// ListenOnConnect makes every device send "listen start" (auto mode)
+	// right after each hello, as firmware on WebSocket does (it connects
+	// only to talk), and then stay silent: no audio follows.
+	ListenOnConnect bool
+
 	// OnConnect, if set, is called after each device's first accepted
 	// hello with the device's index (from 0) and the time from starting the
 	// device to that hello. It must not block.
@@ -341,6 +346,7 @@ func (l *Load) newDevice() (*Device, *loadDevice, error) {
 		URL: l.cfg.URL, DeviceID: id, Token: l.cfg.Token, Logger: slog.New(st),
 		HTTPClient:   l.clients[i%len(l.clients)],
 		ReconnectMin: l.cfg.ReconnectMin, ReconnectMax: l.cfg.ReconnectMax,
+		ListenOnConnect: l.cfg.ListenOnConnect,
 	}
 	_ = ApplyProfile(&cfg, l.cfg.Profile) // checked in NewLoad
 	d := New(cfg)

@@ -147,3 +147,36 @@ type secondOfSpeech struct{}
 func (secondOfSpeech) Synthesize(context.Context, string, string) (Speech, error) {
 	return &speech{left: 24000}, nil
 }
+
+// BenchmarkListening is the work a listening device's frame costs the
+// session's read loop while nobody speaks (auto mode): decoding the Opus
+// frame (60 ms of a quiet room, 16 kHz) and the VAD, with the real codec
+// and detector.
+//
+//	go test -run NONE -bench Listening ./voice
+func BenchmarkListening(b *testing.B) {
+	enc, _ := opus.NewEncoder(16000, 60)
+	var room [][]byte
+	for n := range 50 {
+		pcm := make([]int16, 960)
+		for i := range pcm {
+			pcm[i] = int16(30 * math.Sin(2*math.Pi*1234*float64(n*960+i)/16000))
+		}
+		pkt, _ := enc.Encode(pcm)
+		room = append(room, pkt)
+	}
+	e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: secondOfSpeech{}, Brain: &oneSentence{},
+		NewVAD: func() VAD { return vad.NewEnergy(vad.Config{}) }})
+	defer e.Close()
+	c := e.Open("aa:00:00:00:00:01", "zh", down, &quietOutput{stops: make(chan struct{}, 1)})
+	defer c.Close()
+	c.Listen("start", "auto", "")
+	i := 0
+	for b.Loop() {
+		c.Audio(room[i%len(room)], 0)
+		i++
+	}
+	if c.utt != nil || c.t != nil {
+		b.Fatal("the room was taken for speech")
+	}
+}

@@ -2,6 +2,7 @@ package voice
 
 import (
 	"context"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,181 +11,104 @@ import (
 )
 
 // Conversation is one device's conversation, from its hello to its end.
-// Its methods hand events to the conversation's goroutine and never block
-// the caller (the device's read loop): uplink audio that the conversation
-// cannot take at once is dropped and counted, as the firmware's own send
-// queue does.
+//
+// A conversation waiting for speech holds no goroutine of its own: the
+// device session pushes the device's messages and audio into it on the
+// session's read loop, which decodes each frame and runs the end-of-speech
+// detector there (a frame's worth of work, about 0.1 ms: BENCHMARKS.md),
+// and its silence limit is a timer. A goroutine starts
+// when an utterance begins (speech heard, or a push-to-talk frame): it
+// opens the recognition and streams the utterance into it as it is heard,
+// then runs the turn (recognition's end, the answer, speech) and ends with
+// the turn. Its methods never wait for that goroutine: audio it cannot
+// take at once is dropped and counted, as the firmware's own send queue
+// does.
 type Conversation struct {
 	e        *Engine
 	deviceID string
-	// language is the device's (its hello's, else its OTA check's; ""
-	// when unknown): the model gets it, and recognition unless the hub
-	// sets one (Options.Language). Set by run before any turn.
-	language string
-	// says is the language of the hub's own words: language, else the
-	// hub's default, else Chinese. Set by run before any turn.
-	says   string
-	down   protocol.AudioParams
-	out    Output
-	opened time.Time     // downlink timestamps count from it
-	nextTs atomic.Uint32 // the least timestamp the next answer's first frame may carry
-
-	// in carries the device's messages and audio in the order they came:
-	// a listen stop must not overtake the last frames of the utterance.
-	in   chan event
-	done chan struct{}
+	down     protocol.AudioParams
+	out      Output
+	opened   time.Time     // downlink timestamps count from it
+	nextTs   atomic.Uint32 // the least timestamp the next answer's first frame may carry
 	// halfDuplex: do not listen while speaking (EchoUncancelled).
 	halfDuplex bool
-	once       sync.Once
+
+	// language is the device's (its hello's, else its OTA check's; ""
+	// when unknown): the model gets it, and recognition unless the hub
+	// sets one (Options.Language). says is the language of the hub's own
+	// words: language, else the hub's default, else Chinese. Both are
+	// settled by the first goroutine of the conversation (resolve), off
+	// the device's read loop: LanguageOf may read the store.
+	language, says string
+	resolved       sync.Once
+
+	// silence ends the conversation when nothing was heard until
+	// quietUntil (set by Open).
+	silence *time.Timer
+
+	mu         sync.Mutex // guards what follows: the read loop, timers and turns meet here
+	ended      bool       // closed, or ended by silence
+	on         bool       // between listen start and the end of the utterance
+	mode       string     // auto, manual, realtime
+	missing    string     // what the hub lacks to answer in speech ("" when nothing)
+	answered   bool       // the not-configured answer was given
+	dec        Decoder
+	vad        VAD
+	pre        [][]int16  // the last frames before speech began (auto, realtime)
+	utt        *utterance // the utterance being heard
+	t          *turn      // the answer in progress
+	last       *turn      // the latest turn, until it has ended: the next utterance waits for it
+	quietUntil time.Time
 
 	Dropped  atomic.Uint64 // uplink frames dropped (behind, or not listening)
 	BadAudio atomic.Uint64 // frames that did not decode
 }
 
-type event struct {
-	kind              eventKind
-	state, mode, text string
-	opus              []byte
+func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
+	c := &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out, opened: time.Now(),
+		missing: e.missing()}
+	c.quietUntil = c.opened.Add(e.opts.Silence)
+	return c
 }
 
-type eventKind uint8
+// resolve settles the conversation's languages, once, on a goroutine of
+// the conversation.
+func (c *Conversation) resolve() {
+	c.resolved.Do(func() {
+		if c.language == "" && c.e.opts.LanguageOf != nil {
+			c.language = c.e.opts.LanguageOf(c.deviceID)
+		}
+		c.says = c.language
+		if c.says == "" {
+			c.says = c.e.opts.Language
+		}
+	})
+}
 
-const (
-	evListen eventKind = iota
-	evAbort
-	evAudio
-)
-
-func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
-	return &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out, opened: time.Now(),
-		in: make(chan event, 64), done: make(chan struct{})}
+// goOwned runs f on a goroutine owned by the Engine, once the
+// conversation's languages are settled. It and the goroutines it starts
+// carry the pprof label voice=turn: goroutine profiles show how many
+// conversations are being spoken in or answered.
+func (c *Conversation) goOwned(f func()) {
+	c.e.wg.Add(1)
+	go pprof.Do(c.e.ctx, pprof.Labels("voice", "turn"), func(context.Context) {
+		defer c.e.wg.Done()
+		c.resolve()
+		f()
+	})
 }
 
 // Listen hands over a listen message (state start/stop/detect, its mode
 // and text).
-func (c *Conversation) Listen(state, mode, text string) {
-	c.send(event{kind: evListen, state: state, mode: mode, text: text})
-}
-
-// Abort hands over the device's abort: the answer stops at once.
-func (c *Conversation) Abort() { c.send(event{kind: evAbort}) }
-
-// send queues a control message; it waits while the conversation is
-// behind (the device's own text budget bounds how often that happens).
-func (c *Conversation) send(ev event) {
-	select {
-	case c.in <- ev:
-	case <-c.done:
+func (c *Conversation) Listen(state, mode, _ string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return
 	}
-}
-
-// Audio hands over one uplink Opus frame (copied: the transport's buffer
-// is reused). A frame the conversation cannot take at once is dropped.
-func (c *Conversation) Audio(opus []byte, _ uint32) {
-	select {
-	case c.in <- event{kind: evAudio, opus: append([]byte(nil), opus...)}:
-	default:
-		c.Dropped.Add(1)
-	}
-}
-
-// Close ends the conversation (the device said goodbye or went away) and
-// cancels a turn in progress. It does not wait.
-func (c *Conversation) Close() { c.once.Do(func() { close(c.done) }) }
-
-// loop is the state of a conversation's goroutine.
-type loop struct {
-	c        *Conversation
-	ctx      context.Context
-	on       bool   // between listen start and the end of the utterance
-	mode     string // auto, manual, realtime
-	rec      Recognition
-	started  time.Time // of the utterance
-	pre      [][]int16 // the last frames before speech began (auto, realtime)
-	dec      Decoder
-	vad      VAD
-	t        *turn // the answer in progress
-	missing  string
-	answered bool // the not-configured answer was given
-	silence  *time.Timer
-	// gap ends an utterance in auto and realtime modes when the device
-	// stops sending audio (Opus DTX sends nothing in silence, so the VAD
-	// would never hear the silence that ends it).
-	gap *time.Timer
-}
-
-// gapTimeout is how long an utterance may go without a frame before it is
-// taken as ended (frames come every 60 ms while the device sends).
-const gapTimeout = 800 * time.Millisecond
-
-const preFrames = 5 // 300 ms of 60 ms frames kept from before speech began
-
-func (c *Conversation) run() {
-	if c.language == "" && c.e.opts.LanguageOf != nil {
-		c.language = c.e.opts.LanguageOf(c.deviceID) // off the device's read loop: it may read the store
-	}
-	c.says = c.language
-	if c.says == "" {
-		c.says = c.e.opts.Language
-	}
-	ctx, cancel := context.WithCancel(c.e.ctx)
-	defer cancel()
-	l := &loop{c: c, ctx: ctx, missing: c.e.missing(), silence: time.NewTimer(c.e.opts.Silence), gap: time.NewTimer(time.Hour)}
-	l.gap.Stop()
-	defer l.silence.Stop()
-	defer l.gap.Stop()
-	defer func() {
-		if l.rec != nil {
-			l.rec.Close()
-		}
-		if l.t != nil {
-			l.t.cancel()
-			<-l.t.done
-		}
-	}()
-	for {
-		var turnDone <-chan struct{}
-		if l.t != nil {
-			turnDone = l.t.done
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.done:
-			return
-		case <-l.silence.C:
-			c.out.End("no speech for " + c.e.opts.Silence.String())
-			return
-		case <-l.gap.C:
-			if l.rec != nil && l.mode != "manual" {
-				l.endUtterance()
-			}
-		case <-turnDone:
-			l.t = nil
-			l.silence.Reset(c.e.opts.Silence)
-		case ev := <-c.in:
-			switch ev.kind {
-			case evAudio:
-				l.hear(ev.opus)
-			case evAbort:
-				if l.t != nil {
-					l.t.abort()
-				}
-			case evListen:
-				if l.listen(ev) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// listen handles a listen message. It reports whether the conversation
-// ended.
-func (l *loop) listen(ev event) bool {
-	switch ev.state {
+	switch state {
 	case "start":
-		if l.missing != "" {
+		if c.missing != "" {
 			// The first turn says what to configure, and ends with tts
 			// stop. The device then listens again (auto mode re-sends
 			// listen start at once, and legacy firmware after every IoT
@@ -192,124 +116,108 @@ func (l *loop) listen(ev event) bool {
 			// conversation would cut off the device's control, so later
 			// ones are left alone until the silence timeout ends the
 			// conversation, as for any conversation nobody talks in.
-			if !l.answered && l.t == nil {
-				l.answered = true
-				l.t = l.c.say(l.ctx, notConfigured(l.c.says, l.missing), "not_configured", nil)
+			if !c.answered && c.t == nil {
+				c.answered = true
+				t, missing := c.newTurn(c.e.ctx), c.missing
+				c.t = t
+				c.goOwned(func() {
+					t.run(func(ctx context.Context) { c.say(ctx, t, notConfigured(c.says, missing), "not_configured", nil) })
+				})
 			}
-			return false
+			return
 		}
-		l.on, l.mode = true, ev.mode
-		if l.mode == "" {
-			l.mode = "auto"
+		c.on, c.mode = true, mode
+		if c.mode == "" {
+			c.mode = "auto"
 		}
-		if l.vad == nil && l.c.e.opts.NewVAD != nil {
-			l.vad = l.c.e.opts.NewVAD()
+		if c.vad == nil && c.e.opts.NewVAD != nil {
+			c.vad = c.e.opts.NewVAD()
 		}
-		if l.vad != nil {
-			l.vad.Reset()
+		if c.vad != nil {
+			c.vad.Reset()
 		}
 	case "stop":
-		if l.on && l.mode == "manual" && l.t == nil {
-			if l.rec == nil && !l.startUtterance() {
-				return false
+		if c.on && c.mode == "manual" && c.t == nil {
+			if c.utt == nil {
+				c.startUtterance(time.Now())
 			}
-			l.endUtterance()
+			c.endUtterance()
 		}
-		l.on = false
-	}
-	return false
-}
-
-// hear handles one uplink frame.
-func (l *loop) hear(opus []byte) {
-	c := l.c
-	if !l.on || l.missing != "" || l.t != nil && (l.mode != "realtime" || c.halfDuplex) {
-		c.Dropped.Add(1) // not listening, or the device's mic should be off
-		return
-	}
-	if l.dec == nil {
-		var err error
-		if l.dec, err = c.e.opts.Codec.NewDecoder(16000); err != nil {
-			c.e.log.Warn("no Opus decoder", "err", err)
-			l.missing = "a working Opus decoder"
-			return
-		}
-	}
-	pcm, err := l.dec.Decode(opus)
-	if err != nil {
-		c.BadAudio.Add(1)
-		return
-	}
-	ended := false
-	if l.mode == "manual" || l.vad == nil {
-		if l.rec == nil && !l.startUtterance() {
-			return
-		}
-	} else {
-		var speaking bool
-		speaking, ended = l.vad.Push(pcm)
-		if l.rec == nil {
-			if !speaking {
-				l.pre = append(l.pre, pcm)
-				if len(l.pre) > preFrames {
-					l.pre = l.pre[1:]
-				}
-				return
-			}
-			if l.t != nil { // realtime: the person talks over the answer
-				l.t.abort()
-				<-l.t.done
-				l.t = nil
-			}
-			if !l.startUtterance() {
-				return
-			}
-			for _, p := range l.pre {
-				_ = l.rec.Write(p)
-			}
-			l.pre = nil
-		}
-	}
-	_ = l.rec.Write(pcm)
-	l.silence.Reset(c.e.opts.Silence)
-	if ended || time.Since(l.started) > c.e.opts.MaxUtterance {
-		l.endUtterance()
-		return
-	}
-	if l.mode != "manual" && l.vad != nil {
-		l.gap.Reset(gapTimeout)
+		c.on = false
 	}
 }
 
-// endUtterance hands the utterance to a turn.
-func (l *loop) endUtterance() {
-	l.gap.Stop()
-	rec := l.rec
-	l.rec, l.pre = nil, nil
-	if l.mode == "manual" {
-		l.on = false
+// Abort hands over the device's abort: the answer stops at once.
+func (c *Conversation) Abort() {
+	c.mu.Lock()
+	t := c.t
+	c.mu.Unlock()
+	if t != nil {
+		t.abort()
 	}
-	l.t = l.c.startTurn(l.ctx, rec)
 }
 
-// startUtterance opens the recognition of a new utterance. When the
-// recognizer is unavailable, the device is told so in a turn of its own
-// and the microphone side stops until the next listen start.
-func (l *loop) startUtterance() bool {
-	c := l.c
-	hint := c.language
-	if c.e.opts.Language != "" {
-		hint = "" // the hub's setting (asr-language) wins: the provider applies it
+// Audio hands over one uplink Opus frame. It is decoded at once (the
+// transport may reuse its buffer afterwards).
+func (c *Conversation) Audio(opus []byte, _ uint32) {
+	c.mu.Lock()
+	interrupted := c.hear(opus)
+	c.mu.Unlock()
+	if interrupted != nil {
+		interrupted.abort() // realtime: the person talks over the answer
 	}
-	rec, err := c.e.opts.Recognizer.Start(l.ctx, hint)
-	if err != nil {
-		c.e.log.Warn("speech recognition unavailable", "device", c.deviceID, "err", err)
-		l.on = false
-		if l.t == nil {
-			l.t = c.say(l.ctx, failed(c.says, "recognition", err), "recognition_failed", err)
-		}
-		return false
-	}
-	l.rec, l.started = rec, time.Now()
-	return true
 }
+
+// Close ends the conversation (the device said goodbye or went away) and
+// cancels a turn in progress. It does not wait.
+func (c *Conversation) Close() {
+	c.mu.Lock()
+	t := c.end()
+	c.mu.Unlock()
+	if t != nil {
+		t.cancel()
+	}
+}
+
+// end marks the conversation ended and abandons the utterance being
+// heard; it returns the turn in progress, to be cancelled by the caller
+// once c.mu is released. c.mu is held.
+func (c *Conversation) end() *turn {
+	if c.ended {
+		return nil
+	}
+	c.ended = true
+	c.e.active.Add(-1)
+	c.silence.Stop()
+	if u := c.utt; u != nil {
+		c.utt = nil
+		u.abandon()
+	}
+	t := c.t
+	c.t = nil
+	return t
+}
+
+// silent runs when the silence timer fires: it ends the conversation if
+// nothing was heard since, and otherwise waits for the rest of the time.
+func (c *Conversation) silent() {
+	c.mu.Lock()
+	if c.ended || c.e.ctx.Err() != nil {
+		c.mu.Unlock()
+		return
+	}
+	if left := time.Until(c.quietUntil); left > 0 {
+		c.silence.Reset(left)
+		c.mu.Unlock()
+		return
+	}
+	t := c.end()
+	c.mu.Unlock()
+	c.out.End("no speech for " + c.e.opts.Silence.String())
+	if t != nil {
+		t.cancel()
+	}
+}
+
+// heard pushes the silence limit back from now. c.mu is held.
+func (c *Conversation) heard(now time.Time) { c.quietUntil = now.Add(c.e.opts.Silence) }

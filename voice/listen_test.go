@@ -1,7 +1,9 @@
 package voice
 
 import (
+	"context"
 	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -67,4 +69,68 @@ func TestAutoModeSpeechFromTheFirstFrame(t *testing.T) {
 			t.Fatalf("%d turns for one utterance (it was cut in pieces)", n)
 		}
 	})
+}
+
+// eagerOutput is a device that acts on tts stop at once, as it receives
+// it: next runs then, the first time.
+type eagerOutput struct {
+	*output
+	next func()
+}
+
+func (o *eagerOutput) WriteText(ctx context.Context, m []byte) error {
+	err := o.output.WriteText(ctx, m)
+	if string(m) == `{"type":"tts","state":"stop"}` && o.next != nil {
+		next := o.next
+		o.next = nil
+		next()
+	}
+	return err
+}
+
+// A device that talks again the moment it receives tts stop (push to
+// talk held at once) is heard: the turn is over for the hub before its
+// tts stop goes out, and the next answer follows the first one's end.
+func TestTalkAgainRightAfterTTSStop(t *testing.T) {
+	var recs records
+	e := engine(t, Options{Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: &brain{}, OnTurn: recs.add})
+	out := &eagerOutput{output: newOutput()}
+	c := e.Open("aa:00:00:00:00:44", "zh", down, out)
+	defer c.Close()
+	talk := func() {
+		c.Listen("start", "manual", "")
+		for range 3 {
+			c.Audio(speechFrame(500), 0)
+		}
+		c.Listen("stop", "", "")
+	}
+	out.next = talk
+	talk()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msgs, _ := out.snapshot()
+		s := strings.Join(summary(msgs), " | ")
+		recs.mu.Lock()
+		n := len(recs.all)
+		recs.mu.Unlock()
+		if n == 2 {
+			// Each turn whole, the second after the first's tts stop.
+			first, second, found := strings.Cut(s, "tts stop | ")
+			if !found || !strings.HasPrefix(first, "stt 打开客厅的灯") || !strings.HasPrefix(second, "stt 打开客厅的灯") || !strings.HasSuffix(second, "tts stop") {
+				t.Fatalf("the device received %s", s)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second turn was not answered: %s", s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	recs.mu.Lock()
+	defer recs.mu.Unlock()
+	for _, r := range recs.all {
+		if r.Outcome != "ok" {
+			t.Fatalf("turn records %+v", recs.all)
+		}
+	}
 }

@@ -12,17 +12,19 @@ import (
 )
 
 // turn is one answer in progress: recognition's end, the model, speech
-// synthesis and paced audio, on a goroutine owned by the Engine. It always
-// ends with tts stop: at once when aborted, else after the last audio has
-// had time to play.
+// synthesis and paced audio, run by a goroutine of the conversation (the
+// utterance's, or one started for a turn of its own). It always ends with
+// tts stop: at once when aborted, else after the last audio has had time
+// to play.
 type turn struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	c      *Conversation
+	ctx     context.Context // bounded by MaxTurn
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when run returns
+	c       *Conversation
+	aborted atomic.Bool
 
 	mu      sync.Mutex // orders audio and the final tts stop
 	stopped bool       // tts stop was sent: nothing may follow it
-	aborted bool
 
 	// The record, written by the turn's goroutine only (and read once it
 	// is done); start is the end of the utterance.
@@ -32,12 +34,22 @@ type turn struct {
 	ttsStart   time.Time // when tts start was sent
 }
 
+// newTurn makes a turn that starts now, the conversation's latest; run
+// runs it. c.mu is held.
+func (c *Conversation) newTurn(parent context.Context) *turn {
+	ctx, cancel := context.WithTimeout(parent, c.e.opts.MaxTurn)
+	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), c: c, start: time.Now()}
+	t.rec.DeviceID = c.deviceID
+	c.last = t
+	return t
+}
+
 // abort stops the answer at once and tells the device (tts stop), without
-// waiting for the turn's goroutine to notice; no audio follows.
+// waiting for the turn's goroutine to notice; no audio follows. The
+// context is cancelled first, so that an audio write in progress ends
+// before tts stop is written.
 func (t *turn) abort() {
-	t.mu.Lock()
-	t.aborted = true
-	t.mu.Unlock()
+	t.aborted.Store(true)
 	t.cancel()
 	t.stop()
 }
@@ -81,76 +93,81 @@ func (t *turn) fail(outcome string, err error) {
 	}
 }
 
-func (c *Conversation) newTurn(ctx context.Context, body func(ctx context.Context, t *turn)) *turn {
-	tctx, cancel := context.WithTimeout(ctx, c.e.opts.MaxTurn)
-	t := &turn{cancel: cancel, done: make(chan struct{}), c: c, start: time.Now()}
-	t.rec.DeviceID = c.deviceID
-	c.e.wg.Add(1)
-	go func() {
-		defer c.e.wg.Done()
-		defer close(t.done)
-		defer cancel()
-		body(tctx, t)
-		t.stop()
-		t.mu.Lock()
-		aborted, first := t.aborted, t.firstAudio
-		t.mu.Unlock()
-		switch {
-		case aborted:
-			t.rec.Outcome = "aborted"
-		case t.rec.Outcome == "" && tctx.Err() != nil:
-			t.rec.Outcome = "timeout"
-		case t.rec.Outcome == "":
-			t.rec.Outcome = "ok"
-		}
-		t.rec.FirstAudioMs = t.since(first)
-		t.rec.TotalMs = t.since(time.Now())
-		if c.e.opts.OnTurn != nil {
-			c.e.opts.OnTurn(t.rec)
-		}
-	}()
-	return t
+// run runs the turn's body on the calling goroutine, then ends the turn:
+// the conversation listens again (before tts stop, so that a device that
+// listens at once is heard), tts stop, the record.
+func (t *turn) run(body func(ctx context.Context)) {
+	c := t.c
+	body(t.ctx)
+	c.mu.Lock()
+	if c.t == t {
+		c.t = nil
+	}
+	if !c.ended {
+		c.heard(time.Now())
+	}
+	c.mu.Unlock()
+	t.stop()
+	t.mu.Lock()
+	first := t.firstAudio
+	t.mu.Unlock()
+	switch {
+	case t.aborted.Load():
+		t.rec.Outcome = "aborted"
+	case t.rec.Outcome == "" && t.ctx.Err() != nil:
+		t.rec.Outcome = "timeout"
+	case t.rec.Outcome == "":
+		t.rec.Outcome = "ok"
+	}
+	t.rec.FirstAudioMs = t.since(first)
+	t.rec.TotalMs = t.since(time.Now())
+	if c.e.opts.OnTurn != nil {
+		c.e.opts.OnTurn(t.rec)
+	}
+	t.cancel()
+	close(t.done)
+	c.mu.Lock()
+	if c.last == t {
+		c.last = nil // an ended turn is not kept
+	}
+	c.mu.Unlock()
 }
 
 // say answers with a text only (no speech): what the device shows when a
 // turn cannot be spoken (outcome says why, for the record).
-func (c *Conversation) say(ctx context.Context, text, outcome string, cause error) *turn {
-	return c.newTurn(ctx, func(ctx context.Context, t *turn) {
-		t.rec.Answer, t.rec.Outcome = text, outcome
-		if cause != nil {
-			t.rec.Error = cause.Error()
-		}
-		c.write(ctx, ttsMessage("start"))
-		if text != "" {
-			c.write(ctx, llmMessage("sad"))
-			c.write(ctx, sentenceMessage(text))
-		}
-	})
+func (c *Conversation) say(ctx context.Context, t *turn, text, outcome string, cause error) {
+	t.rec.Answer, t.rec.Outcome = text, outcome
+	if cause != nil {
+		t.rec.Error = cause.Error()
+	}
+	c.write(ctx, ttsMessage("start"))
+	if text != "" {
+		c.write(ctx, llmMessage("sad"))
+		c.write(ctx, sentenceMessage(text))
+	}
 }
 
-// startTurn finishes the recognition of rec and answers what was said.
-func (c *Conversation) startTurn(ctx context.Context, rec Recognition) *turn {
-	return c.newTurn(ctx, func(ctx context.Context, t *turn) {
-		text, err := rec.Finish(ctx)
-		rec.Close()
-		t.rec.Heard, t.rec.RecognitionMs = text, t.since(time.Now())
-		if err != nil {
-			t.fail("recognition_failed", err)
-			if ctx.Err() == nil {
-				c.e.log.Warn("speech recognition failed", "device", c.deviceID, "err", err)
-				c.write(ctx, sttMessage(""))
-				c.speakText(ctx, t, failed(c.says, "recognition", err))
-			}
-			return
+// reply finishes the recognition of rec and answers what was said.
+func (c *Conversation) reply(ctx context.Context, t *turn, rec Recognition) {
+	text, err := rec.Finish(ctx)
+	rec.Close()
+	t.rec.Heard, t.rec.RecognitionMs = text, t.since(time.Now())
+	if err != nil {
+		t.fail("recognition_failed", err)
+		if ctx.Err() == nil {
+			c.e.log.Warn("speech recognition failed", "device", c.deviceID, "err", err)
+			c.write(ctx, sttMessage(""))
+			c.speakText(ctx, t, failed(c.says, "recognition", err))
 		}
-		c.write(ctx, sttMessage(text))
-		if text == "" {
-			t.rec.Outcome = "empty"
-			c.write(ctx, ttsMessage("start")) // nothing was said: an empty answer ends the turn
-			return
-		}
-		c.answer(ctx, t, text)
-	})
+		return
+	}
+	c.write(ctx, sttMessage(text))
+	if text == "" {
+		t.rec.Outcome = "empty"
+		c.write(ctx, ttsMessage("start")) // nothing was said: an empty answer ends the turn
+		return
+	}
+	c.answer(ctx, t, text)
 }
 
 // answer runs the model on text, speaking each sentence as soon as it is

@@ -143,7 +143,8 @@ type TurnRecord struct {
 	TotalMs         float64 `json:"totalMs"`
 }
 
-// Engine holds every open conversation and owns their goroutines.
+// Engine holds every open conversation and owns the goroutines of their
+// utterances and turns.
 type Engine struct {
 	active atomic.Int64
 	opts   Options
@@ -174,7 +175,8 @@ func New(opts Options) *Engine {
 	return &Engine{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel}
 }
 
-// Close ends every conversation and waits for them.
+// Close ends every turn in progress and waits for the goroutines of the
+// conversations; their silence timers do nothing afterwards.
 func (e *Engine) Close() {
 	e.cancel()
 	e.wg.Wait()
@@ -214,19 +216,18 @@ func EchoUncancelled() OpenOption { return func(c *Conversation) { c.halfDuplex 
 
 // Open starts the conversation of a device whose hello was just answered,
 // with the downlink audio announced in the server hello; language is the
-// hello's ("" when it said none).
+// hello's ("" when it said none). It starts no goroutine: the
+// conversation's silence limit is a timer, and a goroutine runs only
+// while a person speaks and is answered.
 func (e *Engine) Open(deviceID, language string, downlink protocol.AudioParams, out Output, opts ...OpenOption) *Conversation {
 	c := newConversation(e, deviceID, language, downlink, out)
 	for _, o := range opts {
 		o(c)
 	}
 	e.active.Add(1)
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		defer e.active.Add(-1)
-		c.run()
-	}()
+	c.mu.Lock()
+	c.silence = time.AfterFunc(e.opts.Silence, c.silent)
+	c.mu.Unlock()
 	return c
 }
 

@@ -87,6 +87,7 @@ type options struct {
 	closedOnly     bool
 	moreRates      []float64
 	transport      string
+	listen         bool
 }
 
 // env is what scenarios share.
@@ -137,6 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory")
 	fs.BoolVar(&o.closedOnly, "closed-only", false, "calls: skip the open-loop phases (for quick A/B comparisons)")
 	fs.StringVar(&o.mcp, "mcp", "auto", "benchmark the MCP endpoint's call_device_tool: auto (if the hub serves /mcp) or off")
+	fs.BoolVar(&o.listen, "listen", false, `every device sends "listen start" (auto mode) right after its hello, as firmware on WebSocket does, then stays silent`)
 	fs.StringVar(&o.transport, "transport", "websocket", "how the simulated devices connect: websocket, or mqtt (the hub's embedded broker, MQTT+UDP firmware)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -297,6 +299,7 @@ func (e *env) load(h *hubProc, prefix string, tweak func(*sim.LoadConfig)) (*sim
 	cfg := sim.LoadConfig{
 		URL: h.deviceURL(), IDPrefix: prefix, Profile: e.opts.profile, Sources: e.opts.sources,
 		MaxDialing: e.opts.dialCap, ReconnectMin: 250 * time.Millisecond, ReconnectMax: 2 * time.Second,
+		ListenOnConnect: e.opts.listen,
 	}
 	if h.mqtt != "" {
 		cfg.MQTT, cfg.Token = h.mqtt, h.token

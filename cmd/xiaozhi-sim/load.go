@@ -26,6 +26,7 @@ type loadFlags struct {
 	churn        *time.Duration
 	reconnectMin *time.Duration
 	reconnectMax *time.Duration
+	listen       *bool
 }
 
 func addLoadFlags(fs *flag.FlagSet) *loadFlags {
@@ -38,6 +39,7 @@ func addLoadFlags(fs *flag.FlagSet) *loadFlags {
 		churn:        fs.Duration("churn", 0, "load: each device drops its connection after a random time around this mean and reconnects (0: never)"),
 		reconnectMin: fs.Duration("reconnect-min", 500*time.Millisecond, "load: shortest back-off before reconnecting"),
 		reconnectMax: fs.Duration("reconnect-max", 30*time.Second, "load: longest back-off before reconnecting"),
+		listen:       fs.Bool("listen", false, `load: every device sends "listen start" (auto mode) right after its hello, as firmware on WebSocket does, then stays silent`),
 	}
 }
 
@@ -64,7 +66,7 @@ func (lf *loadFlags) run(ctx context.Context, r loadRun, log *slog.Logger) error
 	l, err := sim.NewLoad(sim.LoadConfig{
 		URL: r.url, Token: r.token, IDPrefix: r.prefix, Profile: *lf.profile,
 		Sources: sources, Rate: *lf.rate, MaxDialing: *lf.dialCap, Churn: *lf.churn,
-		ReconnectMin: *lf.reconnectMin, ReconnectMax: *lf.reconnectMax,
+		ReconnectMin: *lf.reconnectMin, ReconnectMax: *lf.reconnectMax, ListenOnConnect: *lf.listen,
 	})
 	if err != nil {
 		return err
