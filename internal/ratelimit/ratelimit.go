@@ -90,12 +90,12 @@ func fill(l *rate.Limiter, limit rate.Limit, burst int) {
 // event takes nothing. Unlike ReserveN and CancelAt, it allocates nothing
 // and restores nothing. Callers that share l hold a lock around Take.
 func Take(l *rate.Limiter, now time.Time) (ok bool, wait time.Duration) {
-	tokens := l.TokensAt(now)
-	if tokens >= 1 || l.Limit() == rate.Inf {
-		return l.AllowN(now, 1), 0
+	if l.AllowN(now, 1) {
+		return true, 0
 	}
-	ns := (1 - tokens) / float64(l.Limit()) * float64(time.Second)
-	if l.Limit() <= 0 || ns >= math.MaxInt64 {
+	limit := l.Limit()
+	ns := (1 - l.TokensAt(now)) / float64(limit) * float64(time.Second)
+	if limit <= 0 || ns >= math.MaxInt64 {
 		return false, rate.InfDuration
 	}
 	return false, time.Duration(ns)
