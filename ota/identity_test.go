@@ -130,6 +130,35 @@ func TestOTARequestsAreRateLimitedPerAddress(t *testing.T) {
 	}
 }
 
+// A refused OTA request says when the address's next one will be
+// accepted, and refusals do not put that time off.
+func TestOTARateLimitRetryAfter(t *testing.T) {
+	s, clk, _ := newService(t, func(o *Options) { o.RatePerAddr, o.BurstPerAddr = 0.1, 2 })
+	retry := func() (int, string) {
+		w := httptest.NewRecorder()
+		s.serveCheck(w, httptestCheck("bb:00:00:00:07:01", "10.9.9.7:1"))
+		return w.Code, w.Header().Get("Retry-After")
+	}
+	for i := range 2 {
+		if code, _ := retry(); code == 429 {
+			t.Fatalf("request %d of the burst of 2 was refused", i)
+		}
+	}
+	for range 2 { // 10 s to a token: the whole seconds, plus one
+		if code, after := retry(); code != 429 || after != "11" {
+			t.Fatalf("over the burst: %d, Retry-After %q; want 429, 11", code, after)
+		}
+	}
+	clk.Add(4 * time.Second)
+	if code, after := retry(); code != 429 || after != "6" { // 5.99… s to a token
+		t.Fatalf("4 s later: %d, Retry-After %q; want 429, 6", code, after)
+	}
+	clk.Add(6 * time.Second)
+	if code, _ := retry(); code == 429 {
+		t.Fatal("refused 10 s after the burst, when a token is back")
+	}
+}
+
 // One address holds at most MaxPendingPerAddr codes; once they go unpolled,
 // its new ones replace them.
 func TestPendingCodesPerAddressAreBounded(t *testing.T) {

@@ -2,8 +2,10 @@ package registry
 
 import (
 	"encoding/json"
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/xiaozhi-hub/hub"
 )
@@ -24,29 +26,20 @@ const (
 	eventHead        = 1 << 10
 )
 
-// eventBudget is a device's token bucket for events. It lives in the
-// device's entry, so that reconnecting does not refill it.
-type eventBudget struct {
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
-}
+// eventBudget is a device's limit on events. It lives in the device's
+// entry, so that reconnecting does not refill it; its rate.Limiter (80
+// bytes) is made at the device's first event, so a device that sends none
+// costs a pointer.
+type eventBudget struct{ l atomic.Pointer[rate.Limiter] }
 
 // take removes one token and reports whether there was one.
 func (b *eventBudget) take(now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.last.IsZero() {
-		b.tokens = deviceEventBurst
-	} else if d := now.Sub(b.last); d > 0 {
-		b.tokens = min(deviceEventBurst, b.tokens+d.Seconds()*deviceEventRate)
+	l := b.l.Load()
+	if l == nil {
+		b.l.CompareAndSwap(nil, rate.NewLimiter(deviceEventRate, deviceEventBurst))
+		l = b.l.Load()
 	}
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	return l.AllowN(now, 1)
 }
 
 // boundEventData returns data encoded as JSON if that is at most

@@ -45,7 +45,7 @@ func (s *session) handleText(ctx context.Context, data []byte, now time.Time) er
 
 // budget takes a token from the device's text budget, or disconnects it.
 func (s *session) budget(now time.Time) error {
-	if s.textBucket.take(now) {
+	if s.textFrames.allow(s.srv.opts.TextRate, now) {
 		return nil
 	}
 	return s.refuse(fmt.Sprintf("too many messages: the limit is %.0f per second", s.srv.opts.TextRate))

@@ -1,33 +1,27 @@
 package session
 
-import "time"
+import (
+	"time"
 
-// bucket is a token bucket owned by one read loop (not safe for concurrent
-// use): rate tokens per second, up to burst.
-type bucket struct {
-	rate, burst, tokens float64
-	last                time.Time
-}
+	"golang.org/x/time/rate"
+)
 
-func newBucket(rate, burst float64) bucket {
-	return bucket{rate: rate, burst: burst, tokens: burst}
-}
+// frameLimit bounds one kind of frame from a device (Options.TextRate,
+// Options.AudioRate): perSecond, after a burst of 4× that. Its
+// rate.Limiter (80 bytes) is made at the first frame it counts, so a
+// connection that sends none costs a pointer: an idle device sends only
+// replies to the hub, which do not count, and audio only when it talks.
+// Read loop only.
+type frameLimit struct{ l *rate.Limiter }
 
-// take removes one token and reports whether there was one.
-func (b *bucket) take(now time.Time) bool {
-	if b.rate <= 0 {
-		return true // unlimited
+// allow counts a frame at now and reports whether it is within the limit;
+// perSecond <= 0 is no limit.
+func (f *frameLimit) allow(perSecond float64, now time.Time) bool {
+	if perSecond <= 0 {
+		return true
 	}
-	if !b.last.IsZero() {
-		b.tokens += now.Sub(b.last).Seconds() * b.rate
-		if b.tokens > b.burst {
-			b.tokens = b.burst
-		}
+	if f.l == nil {
+		f.l = rate.NewLimiter(rate.Limit(perSecond), max(1, int(4*perSecond)))
 	}
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	return f.l.AllowN(now, 1)
 }

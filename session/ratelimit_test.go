@@ -3,14 +3,18 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"net/http/httptest"
+	"github.com/coder/websocket"
 
+	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/sim"
@@ -85,5 +89,75 @@ func TestRepliesDoNotCountAgainstTheRateLimit(t *testing.T) {
 	}
 	if dev, _ := reg.Device(d.ID()); !dev.Online || d.Stats().Connects != 1 {
 		t.Fatalf("the device was disconnected (online %v, connects %d)", dev.Online, d.Stats().Connects)
+	}
+}
+
+// A device within its burst (4× the rate) stays connected; a flood of
+// frames of either kind is disconnected with 1008 and the limit named.
+func TestFramesOverTheLimitDisconnect(t *testing.T) {
+	for _, tc := range []struct {
+		kind   websocket.MessageType
+		frame  string
+		reason string
+	}{
+		{websocket.MessageBinary, "opus", "too many audio frames: the limit is 5 per second"},
+		{websocket.MessageText, `{"type":"custom"}`, "too many messages: the limit is 5 per second"},
+	} {
+		reg, url := startHub(t, session.Options{TextRate: 5, AudioRate: 5})
+		events, stop := reg.Subscribe(hub.EventDeviceMessage)
+		defer stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		hdr := http.Header{"Device-Id": {"aa:00:00:00:0e:02"}, "Client-Id": {"raw"}, "Protocol-Version": {"1"}}
+		c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: hdr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		write := func(kind websocket.MessageType, frame string) error { return c.Write(ctx, kind, []byte(frame)) }
+		if err := write(websocket.MessageText, `{"type":"hello","version":1,"transport":"websocket","audio_params":{"format":"opus","sample_rate":16000,"channels":1,"frame_duration":60}}`); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		burst := 20
+		if tc.kind == websocket.MessageText {
+			burst-- // the message that shows the burst arrived counts too
+		}
+		for range burst {
+			if err := write(tc.kind, tc.frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A message after the burst: once it is an event, the burst was read.
+		if err := write(websocket.MessageText, `{"type":"custom","last":true}`); err != nil {
+			t.Fatal(err)
+		}
+		for last := false; !last; {
+			select {
+			case ev := <-events:
+				data, _ := json.Marshal(ev.Data)
+				last = strings.Contains(string(data), `"last"`)
+			case <-ctx.Done():
+				t.Fatal("the message after the burst never became an event: was the device disconnected within its burst?")
+			}
+		}
+		if dev, _ := reg.Device("aa:00:00:00:0e:02"); !dev.Online {
+			t.Fatalf("%s: a device within its burst of 20 was disconnected", tc.reason)
+		}
+		go func() {
+			for write(tc.kind, tc.frame) == nil {
+			}
+		}()
+		var ce websocket.CloseError
+		for {
+			if _, _, err = c.Read(ctx); err != nil {
+				break
+			}
+		}
+		if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != tc.reason {
+			t.Fatalf("a flood was closed with %v, want 1008 %q", err, tc.reason)
+		}
 	}
 }

@@ -51,17 +51,15 @@ type session struct {
 	listing     bool       // a discovery goroutine is running
 	relist      bool       // list again when it finishes
 	iot         iotQueue   // IoT messages waiting to be stored (iot.go)
-	textBucket  bucket
-	audioBucket bucket
+	textFrames  frameLimit // Options.TextRate (limit.go)
+	audioFrames frameLimit // Options.AudioRate
 	badFrames   int
 }
 
 func newSession(s *Server, c Connection, id protocol.Identity, remote string) *session {
 	sess := &session{
 		srv: s, c: c, id: id, remote: remote, sid: newSessionID(),
-		log:         s.log.With("device", id.DeviceID),
-		textBucket:  newBucket(s.opts.TextRate, 4*s.opts.TextRate),
-		audioBucket: newBucket(s.opts.AudioRate, 4*s.opts.AudioRate),
+		log: s.log.With("device", id.DeviceID),
 	}
 	sess.envelope = protocol.EnvelopePrefix(sess.sid)
 	sess.active.Store(time.Now().UnixNano())
@@ -215,7 +213,7 @@ func (s *session) readLoop(ctx context.Context) error {
 		s.active.Store(now.UnixNano())
 		if msg.Kind == AudioMessage {
 			s.srv.m.Message("in", "audio", msg.Size)
-			if !s.audioBucket.take(now) {
+			if !s.audioFrames.allow(s.srv.opts.AudioRate, now) {
 				return s.refuse(fmt.Sprintf("too many audio frames: the limit is %.0f per second", s.srv.opts.AudioRate))
 			}
 			if msg.Err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/xiaozhi-hub/hub/internal/ratelimit"
 )
 
 // The limit per device named and per source address: the first Burst
@@ -28,12 +30,7 @@ type Reports struct {
 	unreported atomic.Uint64
 
 	mu   sync.Mutex
-	keys map[string]*bucket
-}
-
-type bucket struct {
-	lim     *rate.Limiter
-	skipped int // refusals left out since the last report
+	keys *ratelimit.Keyed[int] // each key's refusals left out since its last report
 }
 
 // Device and Address are the keys a refusal is counted under.
@@ -51,30 +48,22 @@ func (r *Reports) Allow(now time.Time, keys ...string) (ok bool, skipped int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.keys == nil {
-		r.keys = make(map[string]*bucket)
+		r.keys = ratelimit.NewKeyed[int](rate.Every(Every), Burst, maxKeys)
 	}
-	buckets := make([]*bucket, len(keys))
+	entries := make([]*ratelimit.Entry[int], len(keys))
 	ok = true
 	for i, k := range keys {
-		b := r.keys[k]
-		if b == nil {
-			if len(r.keys) >= maxKeys {
-				r.sweepLocked(now)
-			}
-			b = &bucket{lim: rate.NewLimiter(rate.Every(Every), Burst)}
-			r.keys[k] = b
-		}
-		buckets[i] = b
-		ok = ok && b.lim.TokensAt(now) >= 1
+		entries[i] = r.keys.Get(k, now)
+		ok = ok && entries[i].TokensAt(now) >= 1
 	}
-	for _, b := range buckets {
+	for _, e := range entries {
 		if !ok {
-			b.skipped++
+			e.Value++
 			continue
 		}
-		b.lim.AllowN(now, 1)
-		skipped = max(skipped, b.skipped)
-		b.skipped = 0
+		e.AllowN(now, 1)
+		skipped = max(skipped, e.Value)
+		e.Value = 0
 	}
 	if !ok {
 		r.unreported.Add(1)
@@ -88,18 +77,4 @@ func (r *Reports) Unreported() uint64 {
 		return 0
 	}
 	return r.unreported.Load()
-}
-
-// sweepLocked forgets keys whose allowance is whole again (they are no
-// different from new ones); if every key is still busy, it forgets them
-// all rather than grow.
-func (r *Reports) sweepLocked(now time.Time) {
-	for k, b := range r.keys {
-		if b.lim.TokensAt(now) >= Burst {
-			delete(r.keys, k)
-		}
-	}
-	if len(r.keys) >= maxKeys {
-		clear(r.keys)
-	}
 }
