@@ -303,7 +303,7 @@ func TestTalkOverMQTT(t *testing.T) {
 		select {
 		case f = <-audio:
 		case <-ctx.Done():
-			t.Fatalf("%d of 17 audio frames over UDP", frames)
+			t.Fatalf("%d of 17 audio frames over UDP; the device received %v", frames, texts)
 		}
 		pcm, err := dec.Decode(f.Opus)
 		if err != nil {
