@@ -25,6 +25,28 @@ type clusterSide struct {
 	embedded *cluster.Embedded // nil with an external NATS
 }
 
+// joinCluster joins the cluster (cluster-nats set): see openCluster.
+func (h *Hub) joinCluster(ctx context.Context) error {
+	if h.cfg.ClusterNATS == "" {
+		return nil
+	}
+	c, err := openCluster(ctx, h.cfg, h.log)
+	if err != nil {
+		return err
+	}
+	h.cluster = c
+	h.closers.pushf(h.closeCluster) // after the registry: its devices' claims go with it
+	return nil
+}
+
+// closeCluster leaves the cluster, unless Crash abandoned it.
+func (h *Hub) closeCluster() {
+	if h.cluster != nil {
+		h.cluster.close()
+		h.cluster = nil
+	}
+}
+
 // openCluster connects to NATS (starting the embedded node first when
 // cluster-nats is "embedded") and opens the shared buckets.
 func openCluster(ctx context.Context, cfg Config, log *slog.Logger) (*clusterSide, error) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub/agent"
+	"github.com/xiaozhi-hub/hub/internal/httpx"
+	"github.com/xiaozhi-hub/hub/internal/memlimit"
 	"github.com/xiaozhi-hub/hub/ota"
 	"gopkg.in/yaml.v3"
 )
@@ -120,8 +122,8 @@ type Config struct {
 	SSEMaxStreams     int           `yaml:"sse-max-streams" help:"most GET /api/events streams open at once; more are refused with 429"`
 	SSEWriteTimeout   time.Duration `yaml:"sse-write-timeout" help:"drop a client of an event stream or /mcp stream that has not taken a write for this long"`
 
-	// MemoryLimit is applied by the process's owner with LimitMemory (see
-	// memory.go), not by Open: the limit is process-wide.
+	// MemoryLimit is applied by the process's owner with memlimit.Run,
+	// not by Open: the limit is process-wide.
 	MemoryLimit string `yaml:"memory-limit" help:"soft memory limit for the Go runtime: auto (follows what the hub holds: 2x while busy, 1.2x once settled, at least 32MiB), off, or a size such as 512MiB (GOMEMLIMIT wins over auto)"`
 }
 
@@ -189,7 +191,7 @@ func (c Config) Validate() error {
 		// NATS would wait for peers that are not named, and JetStream never starts.
 		errs = append(errs, errors.New("cluster-listen needs cluster-peers: name the other nodes' routes on every node, e.g. nats://hub-2:6222,nats://hub-3:6222 (a node alone needs neither)"))
 	}
-	if _, err := parseProxies(c.TrustedProxies); err != nil {
+	if _, err := httpx.ParseProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MCPOAuth != "on" && c.MCPOAuth != "off" {
@@ -238,7 +240,7 @@ func (c Config) Validate() error {
 	if c.ConversationTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("conversation-timeout: %v is shorter than 1s", c.ConversationTimeout))
 	}
-	if _, _, err := parseMemoryLimit(c.MemoryLimit); err != nil {
+	if _, _, err := memlimit.Parse(c.MemoryLimit); err != nil {
 		errs = append(errs, err)
 	}
 	switch c.LogFormat {
