@@ -32,6 +32,8 @@ type Metrics struct {
 	AgentDuration prometheus.Histogram
 	AgentTokens   *prometheus.CounterVec // direction: input, output
 	OTAChecks     *prometheus.CounterVec // outcome: admitted, activation, refused, rate_limited
+
+	voice voiceMetrics
 }
 
 // New creates the collectors in a private registry, with Go and process
@@ -102,6 +104,7 @@ func New() *Metrics {
 	r.MustRegister(m.DevicesConnected, m.Handshakes, m.Calls, m.CallDuration, m.Discovery,
 		m.Bytes, m.Messages, m.ProtocolErrors, m.RecordsDropped, m.DeviceEvents,
 		m.CallsByCaller, m.HTTP, m.HTTPDuration, m.AgentRuns, m.AgentDuration, m.AgentTokens, m.OTAChecks)
+	m.voice = newVoiceMetrics(r)
 	return m
 }
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/mqttbroker"
 	"github.com/xiaozhi-hub/hub/mqttlink"
 	"github.com/xiaozhi-hub/hub/mqttremote"
@@ -117,8 +117,8 @@ func (h *Hub) bindRemote(side *mqttSide, log *slog.Logger) error {
 	clientID := "xiaozhi-hub"
 	var nodes mqttremote.Nodes
 	if c := h.cluster; c != nil { // each node is its own client of the broker
-		nodes, side.shared = c.node, true
-		clientID += "-" + c.node.Name()
+		nodes, side.shared = c.Node, true
+		clientID += "-" + c.Node.Name()
 	}
 	r, err := mqttremote.NewRouter(mqttremote.Config{URL: a.broker, Logger: log, ClientID: clientID}, nodes)
 	if err != nil {
@@ -169,7 +169,7 @@ func (h *Hub) wireMQTT(context.Context) error {
 	// Again, now after the device endpoint: MQTT devices go offline with
 	// the broker ("the hub is shutting down") before it closes.
 	h.closers.pushf(m.stop)
-	m.register(h.Metrics.Registry)
+	m.register(h.Metrics)
 	return nil
 }
 
@@ -222,67 +222,35 @@ func (m *mqttSide) closeBroker() {
 	}
 }
 
-// register exports the broker's and the UDP server's counters.
-func (m *mqttSide) register(r *prometheus.Registry) {
-	if r == nil {
-		return
-	}
-	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "xiaozhi_hub_mqtt_devices", Help: "Devices with an MQTT session (online while idle).",
-	}, func() float64 { return float64(m.link.Devices()) }))
-	r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "xiaozhi_hub_udp_sessions", Help: "Open UDP audio channels (conversations of MQTT devices).",
-	}, func() float64 { return float64(m.audio.Sessions()) }))
-	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "xiaozhi_hub_udp_sessions_reclaimed_total", Help: "UDP audio channels ended to make room for a new conversation (the table, or the MQTT address's udp-sessions-per-address, was full).",
-	}, func() float64 { return float64(m.audio.Stats().Reclaimed) }))
-	r.MustRegister(&statsCollector{m: m})
-}
-
-var (
-	mqttDroppedDesc = prometheus.NewDesc("xiaozhi_hub_mqtt_dropped_total",
-		"MQTT messages and connections the broker refused or dropped, by reason.", []string{"reason"}, nil)
-	mqttPassedDesc = prometheus.NewDesc("xiaozhi_hub_mqtt_passed_total",
-		"Device messages the shared broker gave this node that were passed to the node holding the device (out), and passed here by others (in).", []string{"direction"}, nil)
-	udpDatagramsDesc = prometheus.NewDesc("xiaozhi_hub_udp_datagrams_total",
-		"UDP audio datagrams by outcome (received, accepted, sent, or the rule that dropped them).", []string{"outcome"}, nil)
-)
-
-type statsCollector struct{ m *mqttSide }
-
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- mqttDroppedDesc
-	ch <- udpDatagramsDesc
-	if c.m.shared {
-		ch <- mqttPassedDesc
-	}
-}
-
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	var drops map[string]uint64
-	if c.m.router != nil {
-		r := c.m.router.Client().Stats()
-		drops = map[string]uint64{"oversized": r.Oversized, "not_json": r.NotJSON, "foreign_topic": r.Foreign}
-	} else {
-		b := c.m.broker.Stats()
-		drops = map[string]uint64{"oversized": b.Oversized, "not_json": b.NotJSON, "refused": b.Refused,
+// register exports the broker's, the UDP server's and, in a cluster, the
+// router's counters.
+func (m *mqttSide) register(r *metrics.Metrics) {
+	r.Gauge("xiaozhi_hub_mqtt_devices", "Devices with an MQTT session (online while idle).", func() float64 { return float64(m.link.Devices()) })
+	r.Gauge("xiaozhi_hub_udp_sessions", "Open UDP audio channels (conversations of MQTT devices).", func() float64 { return float64(m.audio.Sessions()) })
+	r.CounterFunc("xiaozhi_hub_udp_sessions_reclaimed_total", "UDP audio channels ended to make room for a new conversation (the table, or the MQTT address's udp-sessions-per-address, was full).",
+		func() float64 { return float64(m.audio.Stats().Reclaimed) })
+	r.CountersFunc("xiaozhi_hub_mqtt_dropped_total", "MQTT messages and connections the broker refused or dropped, by reason.", "reason", func() map[string]uint64 {
+		if m.router != nil {
+			r := m.router.Client().Stats()
+			return map[string]uint64{"oversized": r.Oversized, "not_json": r.NotJSON, "foreign_topic": r.Foreign}
+		}
+		b := m.broker.Stats()
+		return map[string]uint64{"oversized": b.Oversized, "not_json": b.NotJSON, "refused": b.Refused,
 			"over_connection_limit": b.OverLimit, "over_pending_limit": b.OverPending, "disconnected_for_refusals": b.StruckOut, "login_throttled": b.Throttled, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
+	})
+	if m.shared {
+		r.CountersFunc("xiaozhi_hub_mqtt_passed_total", "Device messages the shared broker gave this node that were passed to the node holding the device (out), and passed here by others (in).", "direction", func() map[string]uint64 {
+			out, in := m.router.Passed()
+			return map[string]uint64{"out": out, "in": in}
+		})
 	}
-	for reason, n := range drops {
-		ch <- prometheus.MustNewConstMetric(mqttDroppedDesc, prometheus.CounterValue, float64(n), reason)
-	}
-	if c.m.shared {
-		out, in := c.m.router.Passed()
-		ch <- prometheus.MustNewConstMetric(mqttPassedDesc, prometheus.CounterValue, float64(out), "out")
-		ch <- prometheus.MustNewConstMetric(mqttPassedDesc, prometheus.CounterValue, float64(in), "in")
-	}
-	u := c.m.audio.Stats()
-	for outcome, n := range map[string]uint64{"received": u.Received, "accepted": u.Accepted, "sent": u.Sent,
-		"dropped_flood": u.DroppedFlood, "dropped_shape": u.DroppedShape, "dropped_unknown_session": u.DroppedUnknown,
-		"dropped_address": u.DroppedAddr, "dropped_flags": u.DroppedFlags, "dropped_old_sequence": u.DroppedOld,
-		"dropped_queue_full": u.DroppedQueue, "dropped_too_long": u.DroppedLong, "dropped_sequence_jump": u.DroppedJump} {
-		ch <- prometheus.MustNewConstMetric(udpDatagramsDesc, prometheus.CounterValue, float64(n), outcome)
-	}
+	r.CountersFunc("xiaozhi_hub_udp_datagrams_total", "UDP audio datagrams by outcome (received, accepted, sent, or the rule that dropped them).", "outcome", func() map[string]uint64 {
+		u := m.audio.Stats()
+		return map[string]uint64{"received": u.Received, "accepted": u.Accepted, "sent": u.Sent,
+			"dropped_flood": u.DroppedFlood, "dropped_shape": u.DroppedShape, "dropped_unknown_session": u.DroppedUnknown,
+			"dropped_address": u.DroppedAddr, "dropped_flags": u.DroppedFlags, "dropped_old_sequence": u.DroppedOld,
+			"dropped_queue_full": u.DroppedQueue, "dropped_too_long": u.DroppedLong, "dropped_sequence_jump": u.DroppedJump}
+	})
 }
 
 func hostOf(addr string) string {

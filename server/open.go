@@ -61,7 +61,7 @@ func (h *Hub) newRegistry(context.Context) error {
 	var st registry.Store = h.store
 	var presence func(string, bool, string)
 	if c := h.cluster; c != nil {
-		st, presence = c.node.Store(h.store), c.node.Presence
+		st, presence = c.Node.Store(h.store), c.Node.Presence
 	}
 	h.Registry = registry.New(st, registry.Options{
 		Logger: h.log.With("component", "registry"), Metrics: h.Metrics,
@@ -78,7 +78,7 @@ func (h *Hub) openTrust(ctx context.Context) error {
 	var shareSecret func(context.Context, []byte) ([]byte, error)
 	var peers ota.Peers
 	if c != nil {
-		trustStore, shareSecret, peers = c.node.TrustStore(h.store), c.node.ShareSecret, c.node
+		trustStore, shareSecret, peers = c.Node.TrustStore(h.store), c.Node.ShareSecret, c.Node
 	}
 	var offer *ota.MQTT
 	if h.mqtt != nil {
@@ -102,13 +102,13 @@ func (h *Hub) openTrust(ctx context.Context) error {
 	}
 	var oauthStore oauth.Store = h.store
 	if c != nil {
-		oauthStore = c.node.OAuthStore(h.store)
+		oauthStore = c.Node.OAuthStore(h.store)
 	}
 	if h.oauth, err = oauth.New(ctx, oauthStore, oauth.Options{PublicURL: cfg.PublicURL, Logger: h.log.With("component", "oauth")}); err != nil {
 		return fmt.Errorf("oauth: %w", err)
 	}
 	if c != nil {
-		c.node.ServeOAuth(h.oauth)
+		c.Node.ServeOAuth(h.oauth)
 	}
 	return nil
 }
@@ -132,11 +132,11 @@ func (h *Hub) loadRegistry(ctx context.Context) error {
 	if c == nil {
 		return nil
 	}
-	c.metrics(h.Metrics)
-	if err := c.node.ServeTrust(h.trust); err != nil {
+	clusterMetrics(h.Metrics, c)
+	if err := c.Node.ServeTrust(h.trust); err != nil {
 		return err
 	}
-	return c.node.Start(ctx, h.Registry)
+	return c.Node.Start(ctx, h.Registry)
 }
 
 // openServices makes the agent, the MCP server, the voice engine and the
@@ -157,9 +157,11 @@ func (h *Hub) openServices(vopts voice.Options) error {
 	})
 	h.closeMCP = sync.OnceFunc(h.mcp.Close)
 	h.closers.pushf(h.closeMCP)
-	vm := h.newVoiceMetrics()
 	vopts.Brain, vopts.Logger = agentBrain{h.agent}, h.log.With("component", "voice")
-	vopts.OnTurn = func(r voice.TurnRecord) { vm.turn(reg, r) }
+	vopts.OnTurn = func(r voice.TurnRecord) { // a device event, and metrics
+		m.VoiceTurn(r.Outcome, r.RecognitionMs/1000, r.FirstSentenceMs/1000, r.FirstAudioMs/1000)
+		reg.Record(hub.EventVoiceTurn, r.DeviceID, r)
+	}
 	vopts.VoiceOf = func(id string) string { // a person's choice for the device (PATCH voice)
 		if d, err := reg.Device(id); err == nil {
 			return d.Voice
@@ -189,6 +191,7 @@ func (h *Hub) exportMetrics() {
 	m.BuildInfo(Version, runtime.Version())
 	m.CounterFunc("xiaozhi_hub_refusals_unreported_total", "Refused devices (WebSocket handshakes, OTA identity refusals, MQTT logins and publishes) neither logged nor recorded as events, because the device they name or their source address was over its limit (10, then one every 5 minutes).",
 		func() float64 { return float64(h.refusals.Unreported()) })
+	m.Gauge("xiaozhi_hub_voice_conversations", "Conversations open (a device's hello answered, not yet ended).", func() float64 { return float64(h.voice.Active()) })
 	m.Gauge("xiaozhi_hub_devices_known", "Devices the hub knows, online or not.", func() float64 { return float64(reg.KnownCount()) })
 	// This node's own codes: in a cluster, Pending would ask every node on
 	// each scrape (sum over the nodes for the cluster's count).

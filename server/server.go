@@ -13,6 +13,7 @@ import (
 	"net/http"
 
 	"github.com/xiaozhi-hub/hub/agent"
+	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/internal/datadir"
 	"github.com/xiaozhi-hub/hub/internal/refusals"
 	"github.com/xiaozhi-hub/hub/mcpserver"
@@ -35,7 +36,7 @@ type Hub struct {
 	log      *slog.Logger
 	lock     *datadir.Lock
 	store    *store.Store
-	cluster  *clusterSide // nil unless cluster-nats is set
+	cluster  *cluster.Member // nil unless cluster-nats is set
 	Registry *registry.Registry
 	Metrics  *metrics.Metrics
 	trust    *ota.Service

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/opus"
@@ -37,41 +35,6 @@ func (b agentBrain) Ready() error { return b.a.Ready() }
 
 func (b agentBrain) Answer(ctx context.Context, t voice.Turn, onText func(string)) (string, error) {
 	return b.a.Speak(ctx, t.DeviceID, t.Text, onText)
-}
-
-// voiceMetrics records finished turns as device events and metrics.
-type voiceMetrics struct {
-	turns  *prometheus.CounterVec
-	stages *prometheus.HistogramVec
-}
-
-func (h *Hub) newVoiceMetrics() *voiceMetrics {
-	v := &voiceMetrics{
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xiaozhi_hub_voice_turns_total", Help: "Spoken turns by outcome (ok, empty, aborted, timeout, not_configured, recognition_failed, answer_failed, speech_failed).",
-		}, []string{"outcome"}),
-		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "xiaozhi_hub_voice_stage_seconds",
-			Help:    "Time from the end of an utterance to: the recognised text (recognition), the model's first sentence (first_sentence), the first audio frame out (first_audio).",
-			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2, 4, 8, 16, 30},
-		}, []string{"stage"}),
-	}
-	if r := h.Metrics.Registry; r != nil {
-		r.MustRegister(v.turns, v.stages, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "xiaozhi_hub_voice_conversations", Help: "Conversations open (a device's hello answered, not yet ended).",
-		}, func() float64 { return float64(h.voice.Active()) }))
-	}
-	return v
-}
-
-func (v *voiceMetrics) turn(reg *registry.Registry, r voice.TurnRecord) {
-	v.turns.WithLabelValues(r.Outcome).Inc()
-	for stage, ms := range map[string]float64{"recognition": r.RecognitionMs, "first_sentence": r.FirstSentenceMs, "first_audio": r.FirstAudioMs} {
-		if ms > 0 {
-			v.stages.WithLabelValues(stage).Observe(ms / 1000)
-		}
-	}
-	reg.Record(hub.EventVoiceTurn, r.DeviceID, r)
 }
 
 // voiceOptions gives the voice engine its codec and the speech providers
