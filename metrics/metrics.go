@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"runtime"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -124,8 +125,10 @@ func (m *Metrics) CounterFunc(name, help string, f func() float64) {
 	}
 }
 
-// BuildInfo registers xiaozhi_hub_build_info{version,go_version} = 1.
-func (m *Metrics) BuildInfo(version, goVersion string) {
+// BuildInfo registers xiaozhi_hub_build_info{version,go_version} = 1,
+// with the Go version the hub was built with.
+func (m *Metrics) BuildInfo(version string) {
+	goVersion := runtime.Version()
 	if m != nil {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "xiaozhi_hub_build_info", Help: "The hub's version and Go version (value 1).",
 			ConstLabels: prometheus.Labels{"version": version, "go_version": goVersion}})

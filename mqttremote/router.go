@@ -139,11 +139,7 @@ func (r *Router) connected(d Device) {
 
 // serve starts the device's session on this node.
 func (r *Router) serve(d Device) {
-	id, err := protocol.ParseMQTTLogin(d.ClientID, d.DeviceID, "")
-	if err != nil {
-		id = protocol.Identity{DeviceID: d.DeviceID, ProtocolVersion: 3}
-	}
-	r.sessions.Connected(id, "mqtt "+d.Remote, "")
+	r.sessions.Connected(protocol.MQTTIdentity(d.ClientID, d.DeviceID), "mqtt "+d.Remote, "")
 }
 
 // message routes a message the broker gave this node. One connection

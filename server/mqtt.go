@@ -81,13 +81,8 @@ func (h *Hub) bindEmbedded(side *mqttSide, log *slog.Logger) error {
 			id, err := side.trust.AuthorizeMQTT(ctx, clientID, username, password, hostOf(remote))
 			return id.DeviceID, err
 		},
-		OnConnect: func(c mqttbroker.Client) {
-			// The login was checked at CONNECT; this only reads the Client-Id.
-			id, err := protocol.ParseMQTTLogin(c.ClientID, c.DeviceID, "")
-			if err != nil {
-				id = protocol.Identity{DeviceID: c.DeviceID, ProtocolVersion: 3}
-			}
-			side.link.Connected(id, "mqtt "+c.Remote, c.Local)
+		OnConnect: func(c mqttbroker.Client) { // the login was checked at CONNECT
+			side.link.Connected(protocol.MQTTIdentity(c.ClientID, c.DeviceID), "mqtt "+c.Remote, c.Local)
 		},
 		OnMessage:    func(id string, p []byte) { side.link.Message(id, p) },
 		OnDisconnect: func(id string, r mqttbroker.Reason) { side.link.Disconnected(id, string(r)) },

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
@@ -168,7 +167,7 @@ func (h *Hub) openServices(vopts voice.Options) error {
 		}
 		return ""
 	}
-	vopts.LanguageOf = deviceLanguage(reg, h.trust)
+	vopts.LanguageOf = h.trust.Language
 	h.voice = voice.New(vopts)
 	h.closers.pushf(h.voice.Close) // after the sessions: they close their conversations
 	var vision *mcpclient.Vision
@@ -188,7 +187,7 @@ func (h *Hub) openServices(vopts voice.Options) error {
 // exportMetrics registers the hub's own gauges and counters.
 func (h *Hub) exportMetrics() {
 	m, reg := h.Metrics, h.Registry
-	m.BuildInfo(Version, runtime.Version())
+	m.BuildInfo(Version)
 	m.CounterFunc("xiaozhi_hub_refusals_unreported_total", "Refused devices (WebSocket handshakes, OTA identity refusals, MQTT logins and publishes) neither logged nor recorded as events, because the device they name or their source address was over its limit (10, then one every 5 minutes).",
 		func() float64 { return float64(h.refusals.Unreported()) })
 	m.Gauge("xiaozhi_hub_voice_conversations", "Conversations open (a device's hello answered, not yet ended).", func() float64 { return float64(h.voice.Active()) })

@@ -6,7 +6,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -174,8 +173,4 @@ func (h *Hub) Close() error { return h.closers.unwind() }
 // signs device tokens. Deleting it invalidates every token issued.
 const deviceSecretFile = "device-secret"
 
-func inProcessToken() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return "in-process-" + hex.EncodeToString(b[:])
-}
+func inProcessToken() string { return "in-process-" + rand.Text() }

@@ -2,15 +2,11 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"time"
 
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/opus"
-	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/protocol"
-	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/tts"
 	"github.com/xiaozhi-hub/hub/vad"
@@ -52,36 +48,4 @@ func voiceOptions(cfg Config) (voice.Options, error) {
 	return voice.Options{Codec: opus.Codec{}, Recognizer: rec, Synthesizer: syn,
 		NewVAD:  func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
 		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice, Language: cfg.ASRLanguage}, nil
-}
-
-// deviceLanguage is the language a device reported at its OTA check (its
-// system info's "language", e.g. "en-US": docs/protocol.md §2.1), from
-// the registry, else from its trust record; "" when it never said.
-func deviceLanguage(reg *registry.Registry, trust *ota.Service) func(deviceID string) string {
-	of := func(info json.RawMessage) string {
-		var v struct {
-			Language string `json:"language"`
-		}
-		if json.Unmarshal(info, &v) != nil || len(v.Language) > 16 {
-			return ""
-		}
-		return v.Language
-	}
-	return func(id string) string {
-		if d, err := reg.Device(id); err == nil {
-			if l := of(d.SystemInfo); l != "" {
-				return l
-			}
-		}
-		if trust == nil {
-			return ""
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		t, err := trust.TrustOf(ctx, id)
-		if err != nil {
-			return ""
-		}
-		return of(t.SystemInfo)
-	}
 }
