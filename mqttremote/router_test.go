@@ -17,7 +17,6 @@ type nodes struct {
 	mu            sync.Mutex
 	passed        []string // node/device: payload
 	servePassed   func(id string, p []byte)
-	unsubscribed  bool
 }
 
 func (n *nodes) Name() string                    { return n.name }
