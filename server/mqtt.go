@@ -27,7 +27,6 @@ import (
 // endpoint. Devices on it stay online while idle.
 type mqttSide struct {
 	addrs  mqttAddrs
-	trust  *ota.Service       // set by wireMQTT, before start
 	broker *mqttbroker.Broker // the embedded broker, or nil
 	router *mqttremote.Router // the external broker's, or nil
 	shared bool               // the external broker is shared by the nodes of a cluster
@@ -78,7 +77,7 @@ func (h *Hub) bindEmbedded(side *mqttSide, log *slog.Logger) error {
 		Authenticate: func(clientID, username, password, remote string) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			id, err := side.trust.AuthorizeMQTT(ctx, clientID, username, password, hostOf(remote))
+			id, err := h.trust.AuthorizeMQTT(ctx, clientID, username, password, hostOf(remote)) // set before startMQTT
 			return id.DeviceID, err
 		},
 		OnConnect: func(c mqttbroker.Client) { // the login was checked at CONNECT
@@ -136,14 +135,13 @@ func (m *mqttSide) offer() *ota.MQTT {
 	return &ota.MQTT{Host: m.addrs.publicHost, Port: port}
 }
 
-// wireMQTT connects the transport to the device-auth policy and the device
-// endpoint.
+// wireMQTT makes the link that serves the transport's devices as sessions
+// of the device endpoint.
 func (h *Hub) wireMQTT(context.Context) error {
 	m := h.mqtt
 	if m == nil {
 		return nil
 	}
-	m.trust = h.trust
 	a := m.addrs
 	udpPort := a.udpPort
 	if a.udpHost == "" || udpPort == 0 {
@@ -219,12 +217,12 @@ func (m *mqttSide) closeBroker() {
 
 // register exports the broker's, the UDP server's and, in a cluster, the
 // router's counters.
-func (m *mqttSide) register(r *metrics.Metrics) {
-	r.Gauge("xiaozhi_hub_mqtt_devices", "Devices with an MQTT session (online while idle).", func() float64 { return float64(m.link.Devices()) })
-	r.Gauge("xiaozhi_hub_udp_sessions", "Open UDP audio channels (conversations of MQTT devices).", func() float64 { return float64(m.audio.Sessions()) })
-	r.CounterFunc("xiaozhi_hub_udp_sessions_reclaimed_total", "UDP audio channels ended to make room for a new conversation (the table, or the MQTT address's udp-sessions-per-address, was full).",
+func (m *mqttSide) register(mm *metrics.Metrics) {
+	mm.Gauge("xiaozhi_hub_mqtt_devices", "Devices with an MQTT session (online while idle).", func() float64 { return float64(m.link.Devices()) })
+	mm.Gauge("xiaozhi_hub_udp_sessions", "Open UDP audio channels (conversations of MQTT devices).", func() float64 { return float64(m.audio.Sessions()) })
+	mm.CounterFunc("xiaozhi_hub_udp_sessions_reclaimed_total", "UDP audio channels ended to make room for a new conversation (the table, or the MQTT address's udp-sessions-per-address, was full).",
 		func() float64 { return float64(m.audio.Stats().Reclaimed) })
-	r.CountersFunc("xiaozhi_hub_mqtt_dropped_total", "MQTT messages and connections the broker refused or dropped, by reason.", "reason", func() map[string]uint64 {
+	mm.CountersFunc("xiaozhi_hub_mqtt_dropped_total", "MQTT messages and connections the broker refused or dropped, by reason.", "reason", func() map[string]uint64 {
 		if m.router != nil {
 			r := m.router.Client().Stats()
 			return map[string]uint64{"oversized": r.Oversized, "not_json": r.NotJSON, "foreign_topic": r.Foreign}
@@ -234,12 +232,12 @@ func (m *mqttSide) register(r *metrics.Metrics) {
 			"over_connection_limit": b.OverLimit, "over_pending_limit": b.OverPending, "disconnected_for_refusals": b.StruckOut, "login_throttled": b.Throttled, "send_queue_full": b.SendDropped, "rate_limited": b.RateLimited}
 	})
 	if m.shared {
-		r.CountersFunc("xiaozhi_hub_mqtt_passed_total", "Device messages the shared broker gave this node that were passed to the node holding the device (out), and passed here by others (in).", "direction", func() map[string]uint64 {
+		mm.CountersFunc("xiaozhi_hub_mqtt_passed_total", "Device messages the shared broker gave this node that were passed to the node holding the device (out), and passed here by others (in).", "direction", func() map[string]uint64 {
 			out, in := m.router.Passed()
 			return map[string]uint64{"out": out, "in": in}
 		})
 	}
-	r.CountersFunc("xiaozhi_hub_udp_datagrams_total", "UDP audio datagrams by outcome (received, accepted, sent, or the rule that dropped them).", "outcome", func() map[string]uint64 {
+	mm.CountersFunc("xiaozhi_hub_udp_datagrams_total", "UDP audio datagrams by outcome (received, accepted, sent, or the rule that dropped them).", "outcome", func() map[string]uint64 {
 		u := m.audio.Stats()
 		return map[string]uint64{"received": u.Received, "accepted": u.Accepted, "sent": u.Sent,
 			"dropped_flood": u.DroppedFlood, "dropped_shape": u.DroppedShape, "dropped_unknown_session": u.DroppedUnknown,
