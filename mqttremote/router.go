@@ -108,6 +108,9 @@ func (r *Router) Serve(s Sessions) error {
 // node first stops taking devices from the other nodes, then leaves the
 // broker: the sessions of its devices end.
 func (r *Router) Run(ctx context.Context) error {
+	if r.sessions == nil {
+		return errors.New("mqttremote: Run before Serve")
+	}
 	inner, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	if r.nodes != nil {
