@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"runtime"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,8 @@ type Metrics struct {
 	AgentDuration prometheus.Histogram
 	AgentTokens   *prometheus.CounterVec // direction: input, output
 	OTAChecks     *prometheus.CounterVec // outcome: admitted, activation, refused, rate_limited
+
+	voice voiceMetrics
 }
 
 // New creates the collectors in a private registry, with Go and process
@@ -102,6 +105,7 @@ func New() *Metrics {
 	r.MustRegister(m.DevicesConnected, m.Handshakes, m.Calls, m.CallDuration, m.Discovery,
 		m.Bytes, m.Messages, m.ProtocolErrors, m.RecordsDropped, m.DeviceEvents,
 		m.CallsByCaller, m.HTTP, m.HTTPDuration, m.AgentRuns, m.AgentDuration, m.AgentTokens, m.OTAChecks)
+	m.voice = newVoiceMetrics(r)
 	return m
 }
 
@@ -121,8 +125,10 @@ func (m *Metrics) CounterFunc(name, help string, f func() float64) {
 	}
 }
 
-// BuildInfo registers xiaozhi_hub_build_info{version,go_version} = 1.
-func (m *Metrics) BuildInfo(version, goVersion string) {
+// BuildInfo registers xiaozhi_hub_build_info{version,go_version} = 1,
+// with the Go version the hub was built with.
+func (m *Metrics) BuildInfo(version string) {
+	goVersion := runtime.Version()
 	if m != nil {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "xiaozhi_hub_build_info", Help: "The hub's version and Go version (value 1).",
 			ConstLabels: prometheus.Labels{"version": version, "go_version": goVersion}})

@@ -52,6 +52,17 @@ func ParseMQTTLogin(clientID, username, password string) (Identity, error) {
 	return Identity{DeviceID: hub.NormalizeDeviceID(username), ClientID: cid, Token: password, ProtocolVersion: 3}, nil
 }
 
+// MQTTIdentity is the identity of a device whose MQTT login the broker has
+// checked (ParseMQTTLogin through the device-auth policy): its device id
+// and the Client-Id its client id carries, or the device id alone.
+func MQTTIdentity(clientID, deviceID string) Identity {
+	id, err := ParseMQTTLogin(clientID, deviceID, "")
+	if err != nil {
+		return Identity{DeviceID: deviceID, ProtocolVersion: 3}
+	}
+	return id
+}
+
 // Goodbye is the server's goodbye, which ends a conversation on MQTT+UDP.
 // The firmware (2.3 and later) acts on it only when session_id is exactly
 // the current session's (docs/protocol.md §4).

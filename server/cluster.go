@@ -2,93 +2,73 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/metrics"
 )
 
-// clusterSide is this hub's part of a cluster (cluster-nats set): its
-// NATS connection, the embedded NATS node if it runs one, and its
-// membership.
-type clusterSide struct {
-	node     *cluster.Node
-	nc       *nats.Conn
-	embedded *cluster.Embedded // nil with an external NATS
-}
-
-// openCluster connects to NATS (starting the embedded node first when
-// cluster-nats is "embedded") and opens the shared buckets.
-func openCluster(ctx context.Context, cfg Config, log *slog.Logger) (*clusterSide, error) {
+// joinCluster makes this hub a node of the cluster (cluster-nats set):
+// it connects to NATS, starting the embedded node first when cluster-nats
+// is "embedded", and opens the shared buckets.
+func (h *Hub) joinCluster(ctx context.Context) error {
+	cfg := h.cfg
+	if cfg.ClusterNATS == "" {
+		return nil
+	}
 	name := cfg.clusterNode()
-	c := &clusterSide{}
-	var err error
+	o := cluster.JoinOptions{Node: cluster.Options{Name: name, Replicas: cfg.clusterReplicas(), ChatTTL: agent.DefaultSessionTTL, Logger: h.log.With("component", "cluster")}}
 	if cfg.ClusterNATS == "embedded" {
-		c.embedded, err = cluster.StartEmbedded(cluster.EmbeddedOptions{
+		o.Embedded = &cluster.EmbeddedOptions{
 			Name: name, StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: cfg.ClusterListen, Peers: cfg.ClusterPeers, Secret: cfg.ClusterSecret,
-			ClientListen: cfg.ClusterNATSListen, Logger: log.With("component", "nats"),
-		})
-		if err != nil {
-			return nil, err
+			ClientListen: cfg.ClusterNATSListen, Logger: h.log.With("component", "nats"),
 		}
-		c.nc, err = c.embedded.Connect("xiaozhi-hub " + name)
 	} else {
-		c.nc, err = cluster.Dial(strings.Split(cfg.ClusterNATS, ","), "xiaozhi-hub "+name)
+		o.URLs = strings.Split(cfg.ClusterNATS, ",")
 	}
+	c, err := cluster.Join(ctx, o)
 	if err != nil {
-		c.close()
-		return nil, fmt.Errorf("cluster: %w", err)
+		return err
 	}
-	c.node, err = cluster.Open(ctx, c.nc, cluster.Options{Name: name, Replicas: cfg.clusterReplicas(), ChatTTL: agent.DefaultSessionTTL, Logger: log.With("component", "cluster")})
-	if err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
+	h.cluster = c
+	h.closers.pushf(h.leaveCluster) // after the registry: its devices' claims go with it
+	return nil
 }
 
-// close leaves the cluster and stops NATS; after the registry has closed.
-func (c *clusterSide) close() {
-	if c.node != nil {
-		c.node.Close()
-	}
-	if c.nc != nil {
-		c.nc.Drain()
-		c.nc.Close()
-	}
-	if c.embedded != nil {
-		c.embedded.Shutdown()
+// leaveCluster leaves the cluster, unless Crash abandoned it.
+func (h *Hub) leaveCluster() {
+	if h.cluster != nil {
+		h.cluster.Close()
+		h.cluster = nil
 	}
 }
 
-// metrics registers the cluster's gauges and counters.
-func (c *clusterSide) metrics(m *metrics.Metrics) {
-	m.Gauge("xiaozhi_hub_cluster_nodes", "Hub nodes of the cluster with a live lease, as this node last saw them.", func() float64 { return float64(c.node.Nodes()) })
-	m.Gauge("xiaozhi_hub_cluster_remote_devices", "Devices online on this node through the node holding their connection.", func() float64 { return float64(c.node.RemoteDevices()) })
+// clusterMetrics registers the cluster's gauges and counters.
+func clusterMetrics(m *metrics.Metrics, c *cluster.Member) {
+	n := c.Node
+	m.Gauge("xiaozhi_hub_cluster_nodes", "Hub nodes of the cluster with a live lease, as this node last saw them.", func() float64 { return float64(n.Nodes()) })
+	m.Gauge("xiaozhi_hub_cluster_remote_devices", "Devices online on this node through the node holding their connection.", func() float64 { return float64(n.RemoteDevices()) })
 	m.Gauge("xiaozhi_hub_cluster_nats_connected", "1 while this node's connection to NATS is up; without it the node cannot change the shared state.", func() float64 {
-		if c.nc.IsConnected() {
+		if c.Connected() {
 			return 1
 		}
 		return 0
 	})
-	m.CounterFunc("xiaozhi_hub_cluster_history_unshared_total", "Call records and events this node recorded but could not append to the cluster's history stream.", func() float64 { return float64(c.node.Unshared()) })
+	m.CounterFunc("xiaozhi_hub_cluster_history_unshared_total", "Call records and events this node recorded but could not append to the cluster's history stream.", func() float64 { return float64(n.Unshared()) })
 }
 
 // sharedHistory is where the agent keeps conversations for every node;
 // nil for a hub alone.
-func sharedHistory(c *clusterSide) agent.SharedHistory {
+func sharedHistory(c *cluster.Member) agent.SharedHistory {
 	if c == nil {
 		return nil
 	}
-	return c.node
+	return c.Node
 }
 
 // clusterInfo is what GET /api/cluster tells; nil for a hub alone.
@@ -98,7 +78,7 @@ func (h *Hub) clusterInfo() func() api.ClusterInfo {
 		return nil
 	}
 	return func() api.ClusterInfo {
-		return api.ClusterInfo{Node: c.node.Name(), Nodes: c.node.AliveNodes(), NATS: c.nc.Status().String(), HistoryUnshared: c.node.Unshared()}
+		return api.ClusterInfo{Node: c.Node.Name(), Nodes: c.Node.AliveNodes(), NATS: c.Status(), HistoryUnshared: c.Node.Unshared()}
 	}
 }
 
@@ -132,11 +112,7 @@ func (c Config) clusterReplicas() int {
 // connection is cut.
 func (h *Hub) Crash() {
 	if c := h.cluster; c != nil {
-		if c.embedded != nil {
-			c.embedded.Shutdown()
-		}
-		c.nc.Close()
-		c.node.Abandon()
+		c.Crash()
 		h.cluster = nil
 	}
 	h.Close()

@@ -1,20 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/xiaozhi-hub/hub/agent"
+	"github.com/xiaozhi-hub/hub/internal/httpx"
+	"github.com/xiaozhi-hub/hub/internal/memlimit"
+	"github.com/xiaozhi-hub/hub/internal/settings"
 	"github.com/xiaozhi-hub/hub/ota"
-	"gopkg.in/yaml.v3"
 )
 
 // Config is every setting of the hub. Each field can be set, lowest
@@ -120,8 +117,8 @@ type Config struct {
 	SSEMaxStreams     int           `yaml:"sse-max-streams" help:"most GET /api/events streams open at once; more are refused with 429"`
 	SSEWriteTimeout   time.Duration `yaml:"sse-write-timeout" help:"drop a client of an event stream or /mcp stream that has not taken a write for this long"`
 
-	// MemoryLimit is applied by the process's owner with LimitMemory (see
-	// memory.go), not by Open: the limit is process-wide.
+	// MemoryLimit is applied by the process's owner with memlimit.Run,
+	// not by Open: the limit is process-wide.
 	MemoryLimit string `yaml:"memory-limit" help:"soft memory limit for the Go runtime: auto (follows what the hub holds: 2x while busy, 1.2x once settled, at least 32MiB), off, or a size such as 512MiB (GOMEMLIMIT wins over auto)"`
 }
 
@@ -189,7 +186,7 @@ func (c Config) Validate() error {
 		// NATS would wait for peers that are not named, and JetStream never starts.
 		errs = append(errs, errors.New("cluster-listen needs cluster-peers: name the other nodes' routes on every node, e.g. nats://hub-2:6222,nats://hub-3:6222 (a node alone needs neither)"))
 	}
-	if _, err := parseProxies(c.TrustedProxies); err != nil {
+	if _, err := httpx.ParseProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MCPOAuth != "on" && c.MCPOAuth != "off" {
@@ -238,7 +235,7 @@ func (c Config) Validate() error {
 	if c.ConversationTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("conversation-timeout: %v is shorter than 1s", c.ConversationTimeout))
 	}
-	if _, _, err := parseMemoryLimit(c.MemoryLimit); err != nil {
+	if _, _, err := memlimit.Parse(c.MemoryLimit); err != nil {
 		errs = append(errs, err)
 	}
 	switch c.LogFormat {
@@ -259,61 +256,33 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// settingsOptions describe the hub's settings to package settings.
+var settingsOptions = settings.Options{
+	Program: "xiaozhi-hub", EnvPrefix: "XZ_HUB_",
+	Sections: map[string]settings.Section{"agent": {
+		Keys:    []string{"provider", "model", "api-key", "base-url", "auth-token"},
+		Example: "agent: {provider: openai, model: qwen2.5}",
+	}},
+}
+
 // LoadConfig builds the configuration from defaults, the config file named
 // by --config or XZ_HUB_CONFIG, the environment and the flags in args.
 func LoadConfig(args []string, getenv func(string) string) (Config, error) {
 	cfg := DefaultConfig()
-	fs := flag.NewFlagSet("xiaozhi-hub", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // --help: the command prints Usage; errors are returned
-	configPath := fs.String("config", getenv("XZ_HUB_CONFIG"), "YAML config file (env XZ_HUB_CONFIG)")
-	values := map[string]*string{}
-	v := reflect.ValueOf(&cfg).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		key := f.Tag.Get("yaml")
-		s := new(string)
-		values[key] = s
-		fs.Var(stringFlag{s}, key, f.Tag.Get("help")+" (env "+envName(key)+")")
-	}
+	o := settingsOptions
+	o.Decode = func(data []byte) error { return decodeFile(data, &cfg) }
 	// --demo without a value means 4 devices.
-	args = expandDemo(args)
-	if err := fs.Parse(args); err != nil {
-		return cfg, unknownFlag(err)
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if *configPath != "" {
-		data, err := os.ReadFile(*configPath)
-		if err != nil {
-			return cfg, fmt.Errorf("config file: %w", err)
-		}
-		if err := checkFile(data, *configPath); err != nil {
-			return cfg, err
-		}
-		if err := decodeFile(data, &cfg); err != nil {
-			return cfg, fmt.Errorf("config file %s: %w", *configPath, err)
-		}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for i := 0; i < v.NumField(); i++ {
-		key := v.Type().Field(i).Tag.Get("yaml")
-		raw, from := *values[key], "flag --"+key
-		if !set[key] {
-			raw, from = getenv(envName(key)), "environment variable "+envName(key)
-			if raw == "" {
-				continue
-			}
-		}
-		if err := setField(v.Field(i), raw); err != nil {
-			return cfg, fmt.Errorf("%s: %w", from, err)
-		}
+	if err := settings.Load(&cfg, expandDemo(args), getenv, o); err != nil {
+		return cfg, err
 	}
 	cfg.resolveAgent(getenv)
 	cfg.resolveVoice(getenv)
 	return cfg, cfg.Validate()
 }
+
+// PrintSettings writes every setting as --help shows it: the flag, its
+// meaning, its default and its environment variable.
+func PrintSettings(w io.Writer) { settings.Print(w, DefaultConfig(), settingsOptions) }
 
 // fileConfig is the config file: every setting by its key, and the agent
 // settings also as a section, as the agent's help text describes them:
@@ -337,9 +306,7 @@ type fileConfig struct {
 // setting given both as agent-x and in the agent section must agree.
 func decodeFile(data []byte, cfg *Config) error {
 	f := fileConfig{Config: *cfg}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+	if err := settings.DecodeYAML(data, &f); err != nil {
 		return err
 	}
 	for _, s := range []struct {
@@ -373,10 +340,6 @@ func (c *Config) resolveAgent(getenv func(string) string) {
 	c.AgentProvider, c.AgentModel, c.AgentAPIKey, c.AgentBaseURL, c.AgentAuthToken = a.Provider, a.Model, a.APIKey, a.BaseURL, a.AuthToken
 }
 
-func envName(key string) string {
-	return "XZ_HUB_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
-}
-
 func expandDemo(args []string) []string {
 	out := make([]string, 0, len(args))
 	for i, a := range args {
@@ -387,44 +350,3 @@ func expandDemo(args []string) []string {
 	}
 	return out
 }
-
-func setField(f reflect.Value, raw string) error {
-	switch f.Interface().(type) {
-	case string:
-		f.SetString(raw)
-	case int:
-		n, err := strconv.Atoi(raw)
-		if err != nil {
-			return fmt.Errorf("%q is not a whole number", raw)
-		}
-		f.SetInt(int64(n))
-	case time.Duration:
-		d, err := time.ParseDuration(raw)
-		if err != nil {
-			return fmt.Errorf("%q is not a duration such as 30s or 5m", raw)
-		}
-		f.SetInt(int64(d))
-	case []string:
-		var list []string
-		for _, s := range strings.Split(raw, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				list = append(list, s)
-			}
-		}
-		f.Set(reflect.ValueOf(list))
-	default:
-		return fmt.Errorf("unsupported setting type %s", f.Type())
-	}
-	return nil
-}
-
-// stringFlag records a flag's raw value; LoadConfig converts it.
-type stringFlag struct{ p *string }
-
-func (s stringFlag) String() string {
-	if s.p == nil {
-		return ""
-	}
-	return *s.p
-}
-func (s stringFlag) Set(v string) error { *s.p = v; return nil }

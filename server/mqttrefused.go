@@ -17,7 +17,7 @@ import (
 // hub's one internal/refusals.Reports, shared with WebSocket handshakes and
 // OTA checks, on the embedded broker and behind an external one alike;
 // every refusal is counted.
-func (h *Hub) mqttRefused(m *mqttSide, log *slog.Logger, r mqttbroker.Refusal) {
+func (h *Hub) mqttRefused(log *slog.Logger, r mqttbroker.Refusal) {
 	h.Metrics.Handshake("mqtt_refused")
 	id := r.DeviceID
 	if id == "" {

@@ -2,17 +2,11 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/opus"
-	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/protocol"
-	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/tts"
 	"github.com/xiaozhi-hub/hub/vad"
@@ -39,41 +33,6 @@ func (b agentBrain) Answer(ctx context.Context, t voice.Turn, onText func(string
 	return b.a.Speak(ctx, t.DeviceID, t.Text, onText)
 }
 
-// voiceMetrics records finished turns as device events and metrics.
-type voiceMetrics struct {
-	turns  *prometheus.CounterVec
-	stages *prometheus.HistogramVec
-}
-
-func (h *Hub) newVoiceMetrics() *voiceMetrics {
-	v := &voiceMetrics{
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xiaozhi_hub_voice_turns_total", Help: "Spoken turns by outcome (ok, empty, aborted, timeout, not_configured, recognition_failed, answer_failed, speech_failed).",
-		}, []string{"outcome"}),
-		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "xiaozhi_hub_voice_stage_seconds",
-			Help:    "Time from the end of an utterance to: the recognised text (recognition), the model's first sentence (first_sentence), the first audio frame out (first_audio).",
-			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2, 4, 8, 16, 30},
-		}, []string{"stage"}),
-	}
-	if r := h.Metrics.Registry; r != nil {
-		r.MustRegister(v.turns, v.stages, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "xiaozhi_hub_voice_conversations", Help: "Conversations open (a device's hello answered, not yet ended).",
-		}, func() float64 { return float64(h.voice.Active()) }))
-	}
-	return v
-}
-
-func (v *voiceMetrics) turn(reg *registry.Registry, r voice.TurnRecord) {
-	v.turns.WithLabelValues(r.Outcome).Inc()
-	for stage, ms := range map[string]float64{"recognition": r.RecognitionMs, "first_sentence": r.FirstSentenceMs, "first_audio": r.FirstAudioMs} {
-		if ms > 0 {
-			v.stages.WithLabelValues(stage).Observe(ms / 1000)
-		}
-	}
-	reg.Record(hub.EventVoiceTurn, r.DeviceID, r)
-}
-
 // voiceOptions gives the voice engine its codec and the speech providers
 // the settings name (none when they name none); Validate has checked the
 // settings.
@@ -89,36 +48,4 @@ func voiceOptions(cfg Config) (voice.Options, error) {
 	return voice.Options{Codec: opus.Codec{}, Recognizer: rec, Synthesizer: syn,
 		NewVAD:  func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
 		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice, Language: cfg.ASRLanguage}, nil
-}
-
-// deviceLanguage is the language a device reported at its OTA check (its
-// system info's "language", e.g. "en-US": docs/protocol.md §2.1), from
-// the registry, else from its trust record; "" when it never said.
-func deviceLanguage(reg *registry.Registry, trust *ota.Service) func(deviceID string) string {
-	of := func(info json.RawMessage) string {
-		var v struct {
-			Language string `json:"language"`
-		}
-		if json.Unmarshal(info, &v) != nil || len(v.Language) > 16 {
-			return ""
-		}
-		return v.Language
-	}
-	return func(id string) string {
-		if d, err := reg.Device(id); err == nil {
-			if l := of(d.SystemInfo); l != "" {
-				return l
-			}
-		}
-		if trust == nil {
-			return ""
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		t, err := trust.TrustOf(ctx, id)
-		if err != nil {
-			return ""
-		}
-		return of(t.SystemInfo)
-	}
 }

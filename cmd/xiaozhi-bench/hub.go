@@ -27,6 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/xiaozhi-hub/hub/internal/memlimit"
 	"github.com/xiaozhi-hub/hub/server"
 )
 
@@ -105,7 +106,7 @@ func hubMain(args []string) error {
 	mctx, stopLimit := context.WithCancel(ctx)
 	var limiting sync.WaitGroup
 	limiting.Go(func() {
-		if err := server.LimitMemory(mctx, *memLimit, log); err != nil {
+		if err := memlimit.Run(mctx, *memLimit, log); err != nil {
 			log.Error("memory limit", "err", err)
 		}
 	})

@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/xiaozhi-hub/hub/demo"
+	"github.com/xiaozhi-hub/hub/internal/memlimit"
 	"github.com/xiaozhi-hub/hub/server"
 )
 
@@ -106,7 +107,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	mctx, stopLimit := context.WithCancel(ctx)
 	var limiting sync.WaitGroup
-	limiting.Go(func() { _ = server.LimitMemory(mctx, cfg.MemoryLimit, log) }) // validated by LoadConfig
+	limiting.Go(func() { _ = memlimit.Run(mctx, cfg.MemoryLimit, log) }) // validated by LoadConfig
 	defer limiting.Wait()
 	defer stopLimit()
 	if err := h.Run(ctx); err != nil {

@@ -1,4 +1,4 @@
-package server
+package httpx
 
 import (
 	"net"
@@ -6,19 +6,19 @@ import (
 	"sync"
 )
 
-// newConns tracks connections that have not sent a request yet. Shutdown
+// NewConns tracks connections that have not sent a request yet. Shutdown
 // waits for them (net/http treats such a connection as busy for its first
 // 5 s), but closing one loses nothing: browsers pre-connect, HTTP clients
-// dial spare connections, scanners connect and wait. Close ends them so that
+// dial spare connections, scanners connect and wait. CloseAll ends them so that
 // a hub stops at once.
-type newConns struct {
+type NewConns struct {
 	mu      sync.Mutex
 	m       map[net.Conn]struct{}
 	closing bool
 }
 
-// track is an http.Server ConnState hook.
-func (c *newConns) track(conn net.Conn, state http.ConnState) {
+// Track is an http.Server ConnState hook.
+func (c *NewConns) Track(conn net.Conn, state http.ConnState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if state == http.StateNew {
@@ -35,9 +35,9 @@ func (c *newConns) track(conn net.Conn, state http.ConnState) {
 	delete(c.m, conn)
 }
 
-// closeAll closes every connection still waiting for its first request,
+// CloseAll closes every connection still waiting for its first request,
 // and any accepted from now on. It is an http.Server shutdown hook.
-func (c *newConns) closeAll() {
+func (c *NewConns) CloseAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closing = true

@@ -1,4 +1,8 @@
-package server
+// Package datadir is a running hub's hold on its data directory: an
+// exclusive lock that a second hub on the same directory runs into, with
+// the holder's pid and listen address in the lock file for its message.
+// Two hubs on one database would each serve their own cache and diverge.
+package datadir
 
 import (
 	"fmt"
@@ -9,22 +13,24 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-// lockFile is the file, in the data directory, that a running hub holds an
+// LockFile is the file, in the data directory, that a running hub holds an
 // exclusive lock on. It names the hub's pid and listen address.
-const lockFile = "hub.lock"
+const LockFile = "hub.lock"
 
-// dirLock is the running hub's hold on its data directory: two hubs on one
-// database would each serve their own cache and diverge.
-type dirLock struct {
+// Lock is the running hub's hold on its data directory.
+type Lock struct {
 	f   *os.File
 	pid int
 }
 
-// lockDataDir takes the data directory's lock, or fails naming the process
-// that holds it. The lock ends with the process (also on kill -9); the file
-// stays.
-func lockDataDir(dir string) (*dirLock, error) {
-	path := filepath.Join(dir, lockFile)
+// Acquire creates the data directory (mode 0700) if it is missing and
+// takes its lock, or fails naming the process that holds it. The lock
+// ends with the process (also on kill -9); the file stays.
+func Acquire(dir string) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("data dir lock: %w", err)
@@ -45,17 +51,17 @@ func lockDataDir(dir string) (*dirLock, error) {
 		return nil, hub.Errorf(hub.ECONFLICT,
 			"data directory %s is in use by another xiaozhi-hub (%s): stop that hub, or give this one another --data-dir", dir, owner)
 	}
-	l := &dirLock{f: f, pid: os.Getpid()}
-	if err := l.describe(""); err != nil {
-		l.release()
+	l := &Lock{f: f, pid: os.Getpid()}
+	if err := l.Describe(""); err != nil {
+		l.Release()
 		return nil, err
 	}
 	return l, nil
 }
 
-// describe writes the hub's pid and listen address into the lock file, for
+// Describe writes the hub's pid and listen address into the lock file, for
 // the message of a second hub.
-func (l *dirLock) describe(addr string) error {
+func (l *Lock) Describe(addr string) error {
 	s := fmt.Sprintf("pid %d", l.pid)
 	if addr != "" {
 		s += ", listening on " + addr
@@ -69,8 +75,8 @@ func (l *dirLock) describe(addr string) error {
 	return nil
 }
 
-// release lets another hub take the directory.
-func (l *dirLock) release() {
+// Release lets another hub take the directory.
+func (l *Lock) Release() {
 	if l != nil {
 		l.f.Close()
 	}

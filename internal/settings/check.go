@@ -1,4 +1,4 @@
-package server
+package settings
 
 import (
 	"errors"
@@ -16,24 +16,11 @@ import (
 // the YAML library's Go type names ("field call_timeout not found in type
 // server.Config", "cannot unmarshal !!str `fast` into time.Duration").
 
-// agentSectionKeys are the keys of the config file's agent: section.
-var agentSectionKeys = []string{"provider", "model", "api-key", "base-url", "auth-token"}
-
-// settingKeys returns the key of every setting, in Config order.
-func settingKeys() []string {
-	t := reflect.TypeFor[Config]()
-	keys := make([]string, 0, t.NumField())
-	for i := 0; i < t.NumField(); i++ {
-		keys = append(keys, t.Field(i).Tag.Get("yaml"))
-	}
-	return keys
-}
-
 // checkFile reads the config file's top-level keys one by one and reports
 // every unknown key and every value of the wrong kind, by setting name, in
 // the words a person uses. It returns nil when it finds nothing to say; the
 // decoder then reads the file (and reports anything checkFile missed).
-func checkFile(data []byte, path string) error {
+func checkFile(data []byte, path string, t reflect.Type, o Options) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("config file %s is not valid YAML: %w", path, err)
@@ -46,21 +33,23 @@ func checkFile(data []byte, path string) error {
 		return fmt.Errorf("config file %s: line %d: expected settings as key: value lines, e.g. \"listen: :8000\"", path, root.Line)
 	}
 	fields := map[string]reflect.StructField{}
-	t := reflect.TypeFor[Config]()
 	for i := 0; i < t.NumField(); i++ {
 		fields[t.Field(i).Tag.Get("yaml")] = t.Field(i)
 	}
-	known := append(settingKeys(), "agent")
+	known := keys(t)
+	for name := range o.Sections {
+		known = append(known, name)
+	}
 	var errs []error
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
-		if k.Value == "agent" {
-			errs = append(errs, checkAgentSection(v, path)...)
+		if section, ok := o.Sections[k.Value]; ok {
+			errs = append(errs, checkSection(k.Value, v, path, section, o.Program)...)
 			continue
 		}
 		f, ok := fields[k.Value]
 		if !ok {
-			errs = append(errs, unknownSetting(k.Value, "in "+path, known))
+			errs = append(errs, unknownSetting(k.Value, "in "+path, known, o.Program))
 			continue
 		}
 		if err := checkValue(v, f.Type); err != nil {
@@ -70,19 +59,22 @@ func checkFile(data []byte, path string) error {
 	return errors.Join(errs...)
 }
 
-func checkAgentSection(v *yaml.Node, path string) []error {
+// checkSection checks a section of the file (name: followed by keys
+// with single values).
+func checkSection(name string, v *yaml.Node, path string, sec Section, program string) []error {
 	if v.Kind != yaml.MappingNode {
-		return []error{fmt.Errorf("agent (%s line %d): expected a section such as \"agent: {provider: openai, model: qwen2.5}\"", path, v.Line)}
+		return []error{fmt.Errorf("%s (%s line %d): expected a section such as \"%s\"", name, path, v.Line, sec.Example)}
 	}
+	keys := sec.Keys
 	var errs []error
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
-		if !slices.Contains(agentSectionKeys, k.Value) {
-			errs = append(errs, unknownSetting("agent: "+k.Value, "in "+path, agentSectionKeys))
+		if !slices.Contains(keys, k.Value) {
+			errs = append(errs, unknownSetting(name+": "+k.Value, "in "+path, keys, program))
 			continue
 		}
 		if val.Kind != yaml.ScalarNode {
-			errs = append(errs, fmt.Errorf("agent: %s (%s line %d): expected a single value", k.Value, path, val.Line))
+			errs = append(errs, fmt.Errorf("%s: %s (%s line %d): expected a single value", name, k.Value, path, val.Line))
 		}
 	}
 	return errs
@@ -124,17 +116,17 @@ func checkValue(v *yaml.Node, t reflect.Type) error {
 
 // unknownSetting names an unknown key and the closest valid one, if any is
 // close: "unknown setting call_timeout in hub.yaml; did you mean call-timeout?"
-func unknownSetting(key, where string, valid []string) error {
+func unknownSetting(key, where string, valid []string, program string) error {
 	msg := fmt.Sprintf("unknown setting %s %s", key, where)
 	if s := closest(key, valid); s != "" {
 		return fmt.Errorf("%s; did you mean %s?", msg, s)
 	}
-	return fmt.Errorf("%s (run xiaozhi-hub --help for the list)", msg)
+	return fmt.Errorf("%s (run %s --help for the list)", msg, program)
 }
 
 // unknownFlag rewrites the flag package's "flag provided but not defined:
 // -x" the same way; other errors are returned as they are.
-func unknownFlag(err error) error {
+func unknownFlag(err error, valid []string, program string) error {
 	const prefix = "flag provided but not defined: "
 	name, ok := strings.CutPrefix(err.Error(), prefix)
 	if !ok {
@@ -142,10 +134,10 @@ func unknownFlag(err error) error {
 	}
 	name = strings.TrimLeft(name, "-")
 	msg := "unknown flag --" + name
-	if s := closest(name, append(settingKeys(), "config")); s != "" {
+	if s := closest(name, valid); s != "" {
 		return fmt.Errorf("%s; did you mean --%s?", msg, s)
 	}
-	return fmt.Errorf("%s (run xiaozhi-hub --help for the list)", msg)
+	return fmt.Errorf("%s (run %s --help for the list)", msg, program)
 }
 
 // closest returns the valid key nearest to key, or "" when none is near:

@@ -1,4 +1,8 @@
-package server
+// Package httpx is the HTTP plumbing of the hub's one listener, apart from
+// any route: the client's address behind trusted proxies (proxy.go),
+// request metrics by route pattern (metrics.go) and the closing of
+// connections that never sent a request at shutdown (conns.go).
+package httpx
 
 import (
 	"fmt"
@@ -16,8 +20,8 @@ import (
 // not itself a trusted proxy; the request continues with it as its
 // RemoteAddr, so that every rule keyed on the address sees the client.
 
-// parseProxies reads trusted-proxies: IP addresses or CIDR networks.
-func parseProxies(list []string) ([]netip.Prefix, error) {
+// ParseProxies reads trusted-proxies: IP addresses or CIDR networks.
+func ParseProxies(list []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, s := range list {
 		s = strings.TrimSpace(s)
@@ -47,9 +51,9 @@ func trusted(proxies []netip.Prefix, a netip.Addr) bool {
 	return false
 }
 
-// fromProxies serves next with the client's address as RemoteAddr for
+// FromProxies serves next with the client's address as RemoteAddr for
 // requests that came through a trusted proxy.
-func fromProxies(proxies []netip.Prefix, next http.Handler) http.Handler {
+func FromProxies(proxies []netip.Prefix, next http.Handler) http.Handler {
 	if len(proxies) == 0 {
 		return next
 	}

@@ -1,18 +1,21 @@
-package server
+package httpx
 
 import (
 	"net/http"
 	"time"
-
-	"github.com/xiaozhi-hub/hub/metrics"
 )
 
-// countRequests records every request by its route pattern (never the
+// Recorder records a finished request (metrics.Metrics).
+type Recorder interface {
+	Request(route string, code int, seconds float64, timed bool)
+}
+
+// CountRequests records every request by its route pattern (never the
 // path: device ids would make the label unbounded) and status. The
 // pattern is the innermost mux's, which sets it on the request (the API's
 // routes sit on a mux of their own). WebSocket upgrades are counted when
 // they end; long streams (SSE, /mcp GET) are counted but not timed.
-func countRequests(m *metrics.Metrics, next http.Handler) http.Handler {
+func CountRequests(m Recorder, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		route := func() string {

@@ -1,4 +1,4 @@
-package server
+package ota
 
 import (
 	"net/http"
@@ -19,11 +19,11 @@ func isOTAPath(path string) bool {
 	return path == "/xiaozhi/ota" || strings.HasPrefix(path, "/xiaozhi/ota/")
 }
 
-// deviceCORS lets browser pages on any origin use the device-facing OTA
+// CORS lets browser pages on any origin use the device-facing OTA
 // routes, which carry no admin secret: it answers preflight requests and
 // marks responses as readable from any origin. Every other route, /api
 // above all, is left as it is: a page on another origin cannot read it.
-func deviceCORS(next http.Handler) http.Handler {
+func CORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isOTAPath(r.URL.Path) {
 			next.ServeHTTP(w, r)

@@ -1,4 +1,7 @@
-package server
+// Package memlimit applies the hub's memory-limit setting to the Go
+// runtime: a fixed soft limit, none, or one that follows what the process
+// holds ("auto").
+package memlimit
 
 import (
 	"context"
@@ -12,7 +15,7 @@ import (
 	"time"
 )
 
-// The memory-limit setting. The Go runtime collects garbage when the heap
+// The setting. The Go runtime collects garbage when the heap
 // has grown by GOGC (100 %) since the last collection, and gives freed
 // memory back to the operating system slowly. A hub that has just accepted
 // thousands of connections therefore sits, idle, at about twice the memory
@@ -22,25 +25,25 @@ import (
 //
 // "auto" sets the limit from what the hub holds (live heap after the last
 // collection, goroutine stacks and runtime metadata), re-read every
-// memoryTick, never below memoryFloor. A busy hub (a collection finished in
-// the last memorySettle) gets memoryBusy times that: about what GOGC allows
+// tick, never below floor. A busy hub (a collection finished in
+// the last settle) gets busyFactor times that: about what GOGC allows
 // anyway, so calls and connection storms pay for no extra collections. A
-// settled hub (no collection for memorySettle: nothing much allocates) gets
-// memorySettled times: at its next allocation the runtime collects what a
+// settled hub (no collection for settle: nothing much allocates) gets
+// settledFactor times: at its next allocation the runtime collects what a
 // burst left behind, once, and it returns freed pages to stay under. The limit follows what is
 // held, so it never makes the runtime collect back to back (it would then
 // spend up to half the CPU on it).
 const (
-	memoryFloor   = 32 << 20
-	memoryBusy    = 2.0
-	memorySettled = 1.2
-	memoryTick    = 500 * time.Millisecond
-	memorySettle  = 2 * memoryTick
+	floor         = 32 << 20
+	busyFactor    = 2.0
+	settledFactor = 1.2
+	tick          = 500 * time.Millisecond
+	settle        = 2 * tick
 )
 
-// parseMemoryLimit reads a memory-limit setting: "auto", "off", or a size
+// Parse reads a memory-limit setting: "auto", "off", or a size
 // in bytes with an optional unit (KiB, MiB, GiB, KB, MB, GB).
-func parseMemoryLimit(s string) (fixed int64, auto bool, err error) {
+func Parse(s string) (fixed int64, auto bool, err error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "auto":
 		return 0, true, nil
@@ -69,12 +72,12 @@ func parseMemoryLimit(s string) (fixed int64, auto bool, err error) {
 	return fixed, false, nil
 }
 
-// LimitMemory applies the memory-limit setting (see above) to this process
-// until ctx ends. The limit is process-wide: only the owner of a process
+// Run applies the memory-limit setting (see above) to this process until
+// ctx ends. The limit is process-wide: only the owner of a process
 // (the xiaozhi-hub command, the benchmark's hub) calls it, not every Hub.
 // A GOMEMLIMIT in the environment wins over "auto".
-func LimitMemory(ctx context.Context, setting string, log *slog.Logger) error {
-	fixed, auto, err := parseMemoryLimit(setting)
+func Run(ctx context.Context, setting string, log *slog.Logger) error {
+	fixed, auto, err := Parse(setting)
 	if err != nil {
 		return err
 	}
@@ -95,7 +98,7 @@ func LimitMemory(ctx context.Context, setting string, log *slog.Logger) error {
 		{Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
 	}
-	t := time.NewTicker(memoryTick)
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	defer debug.SetMemoryLimit(math.MaxInt64)
 	var cycles uint64
@@ -106,16 +109,16 @@ func LimitMemory(ctx context.Context, setting string, log *slog.Logger) error {
 		if c := samples[0].Value.Uint64(); c != cycles {
 			cycles, quiet = c, 0
 		} else {
-			quiet += memoryTick
+			quiet += tick
 		}
 		// Held: live objects, plus everything that is not heap objects or
 		// free heap (stacks, runtime metadata).
 		held := v(1) + v(2) - v(3) - v(4) - v(5) - v(6)
-		headroom := memoryBusy
-		if quiet >= memorySettle {
-			headroom = memorySettled
+		headroom := busyFactor
+		if quiet >= settle {
+			headroom = settledFactor
 		}
-		debug.SetMemoryLimit(max(memoryFloor, int64(float64(held)*headroom)))
+		debug.SetMemoryLimit(max(floor, int64(float64(held)*headroom)))
 		select {
 		case <-ctx.Done():
 			return nil
