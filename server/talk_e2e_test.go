@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -303,7 +304,15 @@ func TestTalkOverMQTT(t *testing.T) {
 		select {
 		case f = <-audio:
 		case <-ctx.Done():
-			t.Fatalf("%d of 17 audio frames over UDP; the device received %v", frames, texts)
+			res, _ := http.Get(h.URL() + "/metrics")
+			body, _ := io.ReadAll(res.Body)
+			var udp []string
+			for _, l := range strings.Split(string(body), "\n") {
+				if strings.HasPrefix(l, "xiaozhi_hub_udp") || strings.HasPrefix(l, "xiaozhi_hub_voice_turns") {
+					udp = append(udp, l)
+				}
+			}
+			t.Fatalf("%d of 17 audio frames over UDP; the device received %v; %s", frames, texts, strings.Join(udp, "; "))
 		}
 		pcm, err := dec.Decode(f.Opus)
 		if err != nil {
