@@ -33,3 +33,32 @@ type OAuthGrant struct {
 	// presented again means the grant's tokens leaked, and the grant ends.
 	Rotated [][]byte `json:",omitempty"`
 }
+
+// OAuthPending is an authorization waiting for a person, as the admin sees it.
+type OAuthPending struct {
+	ID         string    `json:"id"`
+	ClientID   string    `json:"clientId"`
+	ClientName string    `json:"clientName"`
+	Redirect   string    `json:"redirect"` // scheme://host of where the client gets the code
+	Address    string    `json:"address"`  // who asked
+	Created    time.Time `json:"created"`
+	Expires    time.Time `json:"expires"`
+}
+
+// OAuthClientView is a registered client with its grants, as the admin sees it.
+type OAuthClientView struct {
+	ID         string           `json:"id"`
+	Name       string           `json:"name"`
+	Redirects  []string         `json:"redirectUris"`
+	Registered time.Time        `json:"registered"`
+	Address    string           `json:"address,omitempty"`
+	Grants     []OAuthGrantView `json:"grants"`
+}
+
+// OAuthGrantView is one approval of a client.
+type OAuthGrantView struct {
+	Approved       time.Time  `json:"approved"`
+	AccessExpires  time.Time  `json:"accessExpires"`
+	RefreshExpires time.Time  `json:"refreshExpires"`
+	LastUsed       *time.Time `json:"lastUsed,omitempty"`
+}

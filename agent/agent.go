@@ -85,33 +85,6 @@ func (a *Agent) Ready() error { return a.cfgErr }
 // Config returns the completed configuration.
 func (a *Agent) Config() Config { return a.cfg }
 
-// Event is one step of a run as it happens. Type is one of EventToolCall,
-// EventToolResult, EventText, EventDone, EventError.
-type Event struct {
-	Type string `json:"type"`
-	Step int    `json:"step,omitempty"`
-	// tool_call and tool_result
-	ID         string          `json:"id,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	DeviceID   string          `json:"deviceId,omitempty"`
-	Target     string          `json:"target,omitempty"`
-	IsError    bool            `json:"isError,omitempty"`
-	Code       string          `json:"code,omitempty"`
-	Content    string          `json:"content,omitempty"`
-	DurationMs float64         `json:"durationMs,omitempty"`
-	// text (a delta) and done (the whole answer)
-	Text string `json:"text,omitempty"`
-	// done
-	Session string `json:"session,omitempty"`
-	RunID   int64  `json:"runId,omitempty"`
-	Steps   int    `json:"steps,omitempty"`
-	Outcome string `json:"outcome,omitempty"`
-	Usage   *Usage `json:"usage,omitempty"`
-	// error
-	Message string `json:"message,omitempty"`
-}
-
 // Event types.
 const (
 	EventToolCall   = "tool_call"
@@ -216,7 +189,7 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 			send(Event{Type: EventError, Step: step, Code: rec.Outcome, Message: rec.Error})
 			break
 		}
-		rec.Usage.add(resp.Usage)
+		addUsage(&rec.Usage, resp.Usage)
 		if a.cfg.NoStream && resp.Text != "" {
 			send(Event{Type: EventText, Step: step, Text: resp.Text})
 		}

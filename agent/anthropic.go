@@ -124,7 +124,7 @@ func (p *Anthropic) Chat(ctx context.Context, req Request, onText func(string)) 
 		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 			return Response{}, fmt.Errorf("anthropic: decode response: %w", err)
 		}
-		out := Response{StopReason: r.StopReason, Usage: Usage{r.Usage.InputTokens, r.Usage.OutputTokens}}
+		out := Response{StopReason: r.StopReason, Usage: Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}}
 		for _, b := range r.Content {
 			switch b.Type {
 			case "text":

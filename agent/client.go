@@ -13,20 +13,6 @@ import (
 	"github.com/xiaozhi-hub/hub"
 )
 
-// ChatPath is where the hub serves the agent (package api).
-const ChatPath = "/api/agent/chat"
-
-// ChatRequest is the body of POST /api/agent/chat.
-type ChatRequest struct {
-	Message string `json:"message"`
-	// Session continues a conversation; empty starts one (its id is in the
-	// done event).
-	Session string `json:"session,omitempty"`
-	// Stream false answers with one JSON object (the run record) instead of
-	// Server-Sent Events.
-	Stream *bool `json:"stream,omitempty"`
-}
-
 // Chat sends a message to a running hub's agent and calls on for each event
 // of the run as it arrives. It returns the done event. Errors carry a
 // message for people: a refused token, a hub without a model (with how to

@@ -73,17 +73,6 @@ type Response struct {
 	Usage      Usage
 }
 
-// Usage counts tokens.
-type Usage struct {
-	InputTokens  int `json:"inputTokens"`
-	OutputTokens int `json:"outputTokens"`
-}
-
-func (u *Usage) add(o Usage) {
-	u.InputTokens += o.InputTokens
-	u.OutputTokens += o.OutputTokens
-}
-
 // objectOrEmpty returns raw if it is a JSON object, else {} (Anthropic
 // requires tool_use input to be an object, even when the model wrote
 // something else).

@@ -131,7 +131,7 @@ func (p *OpenAI) Chat(ctx context.Context, req Request, onText func(string)) (Re
 			return Response{}, &ProviderError{Provider: ProviderOpenAI, Message: "the response has no choices"}
 		}
 		c := r.Choices[0]
-		out := Response{StopReason: c.FinishReason, Usage: Usage{r.Usage.PromptTokens, r.Usage.CompletionTokens}}
+		out := Response{StopReason: c.FinishReason, Usage: Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens}}
 		if c.Message.Content != nil {
 			out.Text = *c.Message.Content
 		}
@@ -193,7 +193,7 @@ func readOAIStream(resp *http.Response, onText func(string)) (Response, error) {
 			return &ProviderError{Provider: ProviderOpenAI, Type: chunk.Error.Type, Message: chunk.Error.Message}
 		}
 		if chunk.Usage != nil {
-			out.Usage = Usage{chunk.Usage.PromptTokens, chunk.Usage.CompletionTokens}
+			out.Usage = Usage{InputTokens: chunk.Usage.PromptTokens, OutputTokens: chunk.Usage.CompletionTokens}
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Delta.Content != nil && *ch.Delta.Content != "" {

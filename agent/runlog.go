@@ -1,42 +1,6 @@
 package agent
 
-import (
-	"sync"
-	"time"
-)
-
-// RunRecord is what one run did. The registry separately records each
-// device call (with Caller "agent") in the hub's call history.
-type RunRecord struct {
-	ID       int64     `json:"id"`
-	Session  string    `json:"session"`
-	Input    string    `json:"input"`
-	Provider string    `json:"provider"`
-	Model    string    `json:"model"`
-	Started  time.Time `json:"started"`
-	// DurationMs is the whole run; LLMMs the part spent waiting for the model.
-	DurationMs float64      `json:"durationMs"`
-	LLMMs      float64      `json:"llmMs"`
-	Steps      int          `json:"steps"` // model calls
-	Outcome    string       `json:"outcome"`
-	Error      string       `json:"error,omitempty"`
-	Text       string       `json:"text"`
-	Calls      []CallRecord `json:"calls"`
-	Usage      Usage        `json:"usage"`
-}
-
-// CallRecord is one tool call of a run.
-type CallRecord struct {
-	Step       int     `json:"step"`
-	ID         string  `json:"id"`
-	Name       string  `json:"name"`
-	DeviceID   string  `json:"deviceId,omitempty"`
-	Target     string  `json:"target,omitempty"`
-	Arguments  string  `json:"arguments"` // truncated
-	Result     string  `json:"result"`    // truncated
-	Outcome    string  `json:"outcome"`   // "ok" or an error code
-	DurationMs float64 `json:"durationMs"`
-}
+import "sync"
 
 // runLog is a bounded in-memory log of runs, newest kept.
 type runLog struct {

@@ -5,19 +5,20 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/xiaozhi-hub/hub/agent"
+	"github.com/xiaozhi-hub/hub"
 )
 
-// Agent is the hub's built-in LLM agent (agent.Agent).
+// Agent is the hub's built-in LLM agent (agent.Agent; its events and
+// records are the hub's vocabulary, so this package does not import it).
 type Agent interface {
 	// Ready is nil when a model is configured, else an EUNAVAILABLE error
 	// saying what to set.
 	Ready() error
 	// Run answers one message in a session, calling emit for each event
 	// as it happens. It fails only before the run starts.
-	Run(ctx context.Context, session, message string, emit func(agent.Event)) (agent.RunRecord, error)
+	Run(ctx context.Context, session, message string, emit func(hub.AgentEvent)) (hub.AgentRun, error)
 	// Runs returns up to limit recent runs, newest first.
-	Runs(limit int) []agent.RunRecord
+	Runs(limit int) []hub.AgentRun
 }
 
 func (s *Server) agentRoutes() []route {
@@ -25,7 +26,7 @@ func (s *Server) agentRoutes() []route {
 		return nil
 	}
 	return []route{
-		{agent.ChatPath, []methodHandler{{"POST", s.chat}}},
+		{hub.AgentChatPath, []methodHandler{{"POST", s.chat}}},
 		{"/api/agent/runs", []methodHandler{{"GET", s.listRuns}}},
 	}
 }
@@ -36,8 +37,8 @@ var chatSpec = bodySpec{
 	limit: 64 << 10,
 }
 
-// chat serves POST /api/agent/chat, body agent.ChatRequest. The answer is
-// a stream of Server-Sent Events, one per agent.Event: "event: tool_call|
+// chat serves POST /api/agent/chat, body hub.AgentChatRequest. The answer is
+// a stream of Server-Sent Events, one per hub.AgentEvent: "event: tool_call|
 // tool_result|text|done|error" and "data: <Event as JSON>"; the stream
 // ends after done. With "stream":false it is the run's record, as one JSON
 // object. Without a configured model it answers 503 saying what to set.
@@ -46,7 +47,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req agent.ChatRequest
+	var req hub.AgentChatRequest
 	if err := decodeBody(w, r, &req, chatSpec, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -64,7 +65,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var st *sseStream
-	emit := func(e agent.Event) {
+	emit := func(e hub.AgentEvent) {
 		if st == nil {
 			st = s.startSSE(w) // on the first event: errors before it are JSON
 		}

@@ -5,16 +5,16 @@ import (
 	"crypto/sha256"
 	"net/http"
 
-	"github.com/xiaozhi-hub/hub/oauth"
+	"github.com/xiaozhi-hub/hub"
 )
 
 // OAuth is the hub's authorization server for /mcp (oauth.Service): the
 // admin's side of it (authorizations waiting for a person, approved
 // clients, revocation) and the check of its access tokens at /mcp.
 type OAuth interface {
-	Pending() []oauth.Pending
-	Decide(id string, approve bool) (oauth.Pending, error)
-	Clients() []oauth.ClientView
+	Pending() []hub.OAuthPending
+	Decide(id string, approve bool) (hub.OAuthPending, error)
+	Clients() []hub.OAuthClientView
 	Revoke(ctx context.Context, clientID string) error
 	// AccessToken reports whether token is a live OAuth access token.
 	AccessToken(ctx context.Context, token string) bool

@@ -199,16 +199,14 @@ func (s *Service) AccessToken(ctx context.Context, token string) bool {
 	return true
 }
 
-// Pending is an authorization waiting for a person, as the admin sees it.
-type Pending struct {
-	ID         string    `json:"id"`
-	ClientID   string    `json:"clientId"`
-	ClientName string    `json:"clientName"`
-	Redirect   string    `json:"redirect"` // scheme://host of where the client gets the code
-	Address    string    `json:"address"`  // who asked
-	Created    time.Time `json:"created"`
-	Expires    time.Time `json:"expires"`
-}
+// The admin's views of waiting authorizations and registered clients are
+// the hub's vocabulary (hub.OAuth…), so that the API serves them without
+// importing this package.
+type (
+	Pending    = hub.OAuthPending
+	ClientView = hub.OAuthClientView
+	GrantView  = hub.OAuthGrantView
+)
 
 // Pending lists the authorizations waiting for a person, oldest first.
 func (s *Service) Pending() []Pending {
@@ -280,24 +278,6 @@ func (s *Service) Decide(id string, approve bool) (Pending, error) {
 
 // issuerOf is the issuer a request was made at.
 func (s *Service) issuerOf(r *request) string { return r.Resource[:len(r.Resource)-len("/mcp")] }
-
-// ClientView is a registered client with its grants, as the admin sees it.
-type ClientView struct {
-	ID         string      `json:"id"`
-	Name       string      `json:"name"`
-	Redirects  []string    `json:"redirectUris"`
-	Registered time.Time   `json:"registered"`
-	Address    string      `json:"address,omitempty"`
-	Grants     []GrantView `json:"grants"`
-}
-
-// GrantView is one approval of a client.
-type GrantView struct {
-	Approved       time.Time  `json:"approved"`
-	AccessExpires  time.Time  `json:"accessExpires"`
-	RefreshExpires time.Time  `json:"refreshExpires"`
-	LastUsed       *time.Time `json:"lastUsed,omitempty"`
-}
 
 // Clients lists the registered clients, those with grants first, then by
 // registration.
