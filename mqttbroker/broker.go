@@ -159,25 +159,7 @@ type device struct {
 
 	strikes   *rate.Limiter // its allowance of refused packets (Broker.strike)
 	struckOut atomic.Bool   // closed for them
-
-	// Message rate bucket; only the connection's read goroutine touches it.
-	tokens float64
-	last   time.Time
-}
-
-// allow takes one message from the connection's bucket.
-func (d *device) allow(now time.Time, rate float64, burst int) bool {
-	if d.last.IsZero() {
-		d.tokens = float64(burst)
-	} else {
-		d.tokens = min(float64(burst), d.tokens+now.Sub(d.last).Seconds()*rate)
-	}
-	d.last = now
-	if d.tokens < 1 {
-		return false
-	}
-	d.tokens--
-	return true
+	messages  *rate.Limiter // its message rate (MessageRate), nil: no limit
 }
 
 // New binds the listener; Run serves it.

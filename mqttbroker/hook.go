@@ -2,11 +2,11 @@ package mqttbroker
 
 import (
 	"bytes"
-	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 	hub "github.com/xiaozhi-hub/hub"
+	"golang.org/x/time/rate"
 )
 
 // hook is the broker's policy, as mochi hooks.
@@ -64,7 +64,11 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		return h.b.refuseConnect(cl, packets.ErrNotAuthorized)
 	}
 	h.b.mu.Lock()
-	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl, strikes: h.b.newStrikes()}
+	d := &device{id: id, cl: cl, strikes: h.b.newStrikes()}
+	if r := h.b.cfg.MessageRate; r > 0 {
+		d.messages = rate.NewLimiter(rate.Limit(r), h.b.cfg.MessageBurst)
+	}
+	h.b.byConn[cl.Net.Conn] = d
 	h.b.mu.Unlock()
 	h.b.ln.loggedIn(cl.Net.Conn)
 	return nil
@@ -154,7 +158,7 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 		h.b.strike(cl, d, code, why)
 		return pk, packets.ErrRejectPacket
 	}
-	if h.b.cfg.MessageRate > 0 && !d.allow(time.Now(), h.b.cfg.MessageRate, h.b.cfg.MessageBurst) {
+	if d.messages != nil && !d.messages.Allow() {
 		h.b.rateLimited.Add(1)
 		return pk, packets.ErrRejectPacket
 	}
