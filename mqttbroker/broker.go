@@ -7,8 +7,7 @@
 // subscribes each device, server side, to its downlink topic, confines it
 // to its own two topics, and hands the hub one callback per connect,
 // message and disconnect, keyed by device id (messages carry no id). The
-// hub answers with Publish. Not yet wired into the hub: the session package
-// gets a transport seam first. See docs/protocol.md §4.
+// hub answers with Publish. See docs/protocol.md §4.
 package mqttbroker
 
 import (
@@ -65,8 +64,9 @@ type Refusal struct {
 	Reason   string
 }
 
-// Config configures a Broker. Callbacks run on the connection's goroutine:
-// they must return quickly (OnMessage may call Publish). OnConnect and
+// Config configures a Broker. Callbacks run on the connection's goroutine
+// (its reader): while one runs, nothing more is read from that connection,
+// and other connections are not held up. OnMessage may call Publish. OnConnect and
 // OnDisconnect are serialised, so a device's events arrive in order; a
 // device replaced by a newer connection gets OnDisconnect(ReasonReplaced)
 // before the new OnConnect.
