@@ -95,6 +95,7 @@ type Config struct {
 	MaxPendingPerAddress int
 	MaxMessage           int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
 	ConnectTimeout       time.Duration // to send CONNECT after dialling, default 10 s
+	WriteTimeout         time.Duration // for one packet to a device, default 10 s; a device slower than that is disconnected
 	MaxKeepalive         uint16        // keepalive 0 or above this is treated as this, default 600 s
 	// MessageRate bounds the messages per second one connection may send
 	// on average, with bursts of MessageBurst (default 2×rate); the excess
@@ -130,7 +131,7 @@ type Stats struct {
 	OverLimit   uint64 // connections closed at MaxConnections
 	OverPending uint64 // connections closed at MaxPending or MaxPendingPerAddress
 	Pending     int    // connections open now that have not logged in
-	SendDropped uint64 // Publish payloads dropped because the device's queue was full
+	SendDropped uint64 // Publish payloads not written: the device's connection failed or took over WriteTimeout
 	RateLimited uint64 // device messages over MessageRate
 	StruckOut   uint64 // connections closed for packets refused over MaxRefusals
 	Throttled   uint64 // CONNECTs refused unchecked: their address was over MaxLoginFailures
@@ -177,7 +178,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumClients = int64(cfg.MaxConnections)
-	caps.MaximumClientWritesPending = 64 // per-device queue of Publish; the default 8192 costs 64 KiB each
+	caps.MaximumClientWritesPending = 0 // nothing is queued for mochi's writer: Publish writes directly
 	caps.MaximumPacketSize = uint32(4*cfg.MaxMessage + 1024)
 	caps.MaximumSessionExpiryInterval = 0 // no session outlives its connection
 	caps.MaximumInflight = 64
@@ -202,7 +203,7 @@ func New(cfg Config) (*Broker, error) {
 		failures: newKeyedLimiter(rate.Every(cfg.LoginFailureWindow/time.Duration(cfg.MaxLoginFailures)), cfg.MaxLoginFailures),
 	}
 	b.ln = &listener{
-		ln: ln, connectTimeout: cfg.ConnectTimeout,
+		ln: ln, connectTimeout: cfg.ConnectTimeout, writeTimeout: cfg.WriteTimeout,
 		slots: make(chan struct{}, cfg.MaxConnections), conns: make(map[net.Conn]string),
 		maxPending: cfg.MaxPending, maxPendingPerAddr: cfg.MaxPendingPerAddress, pending: make(map[string]int),
 		onConnGone: b.forget, overLimit: &b.overLimit, overPending: &b.overPending,
@@ -233,6 +234,9 @@ func (c *Config) defaults() {
 	}
 	if c.ConnectTimeout <= 0 {
 		c.ConnectTimeout = 10 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
 	}
 	if c.MaxKeepalive == 0 {
 		c.MaxKeepalive = 600
@@ -282,13 +286,21 @@ func (b *Broker) Run(ctx context.Context) error {
 
 // Publish sends payload (a JSON message) to the device, QoS 0, on its
 // downlink topic. It fails with EOFFLINE when the device is not connected.
-// Delivery is queued; if the device's queue is full the message is dropped
-// (Stats.SendDropped), as a slow device must not stall the hub.
+// The packet is written on the caller's goroutine, under the connection's
+// lock, as mochi writes its own acknowledgements: no queue and no writer
+// goroutine of the broker's carry it. A device that does not take it within
+// WriteTimeout is disconnected (Stats.SendDropped), so a stuck device
+// holds up its caller no longer than that.
 func (b *Broker) Publish(deviceID string, payload []byte) error {
-	if !b.Connected(deviceID) {
+	b.mu.Lock()
+	d := b.devices[deviceID]
+	b.mu.Unlock()
+	if d == nil {
 		return hub.Errorf(hub.EOFFLINE, "device %s is not connected over MQTT", deviceID)
 	}
-	if err := b.srv.Publish(DownlinkTopic(deviceID), payload, false, 0); err != nil {
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: DownlinkTopic(deviceID), Payload: payload}
+	if err := d.cl.WritePacket(pk); err != nil {
+		b.sendDropped.Add(1)
 		return fmt.Errorf("mqttbroker: publish to %s: %w", deviceID, err)
 	}
 	return nil

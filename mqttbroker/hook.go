@@ -20,7 +20,7 @@ func (h *hook) ID() string { return "xiaozhi-hub" }
 func (h *hook) Provides(b byte) bool {
 	return bytes.Contains([]byte{
 		mqtt.OnConnect, mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnSessionEstablished,
-		mqtt.OnDisconnect, mqtt.OnPublish, mqtt.OnPublishDropped,
+		mqtt.OnDisconnect, mqtt.OnPublish,
 	}, []byte{b})
 }
 
@@ -98,18 +98,15 @@ func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	return false
 }
 
-// OnSessionEstablished subscribes the device to its downlink topic (it
-// never subscribes itself) and reports it connected, replacing an older
-// connection of the same device.
+// OnSessionEstablished reports the device connected, replacing an older
+// connection of the same device. The device never subscribes: the hub
+// writes to its connection directly on its downlink topic (Publish), so it
+// is in no topic index.
 func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) {
 	d := h.b.lookup(cl)
 	if d == nil {
 		return
 	}
-	sub := packets.Subscription{Filter: DownlinkTopic(d.id)}
-	h.b.srv.Topics.Subscribe(cl.ID, sub)
-	cl.State.Subscriptions.Add(sub.Filter, sub)
-
 	h.b.lifeMu.Lock()
 	defer h.b.lifeMu.Unlock()
 	h.b.mu.Lock()
@@ -164,8 +161,4 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 	}
 	h.b.cfg.OnMessage(d.id, bytes.Clone(pk.Payload))
 	return pk, packets.CodeSuccessIgnore
-}
-
-func (h *hook) OnPublishDropped(cl *mqtt.Client, pk packets.Packet) {
-	h.b.sendDropped.Add(1)
 }
