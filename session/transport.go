@@ -67,6 +67,7 @@ type pinger interface {
 // the goroutine that received it (an idle device costs the session no
 // goroutine), and tells the Inbox when the connection ends.
 type Idle interface {
+	// Connection's methods but Read, as documented there.
 	Negotiate(sessionID string, hello protocol.ClientHello) (Negotiated, error)
 	WriteText(ctx context.Context, data []byte) error
 	WriteAudio(ctx context.Context, f AudioFrame) error
