@@ -4,10 +4,11 @@
 //
 // Firmware 2.4.2 stays connected over MQTT while idle, publishes every
 // message QoS 0 to its publish topic and never subscribes; the broker
-// subscribes each device, server side, to its downlink topic, confines it
-// to its own two topics, and hands the hub one callback per connect,
-// message and disconnect, keyed by device id (messages carry no id). The
-// hub answers with Publish. See docs/protocol.md §4.
+// confines it to its own two topics and hands the hub one callback per
+// connect, message and disconnect, keyed by device id (messages carry no
+// id). The hub answers with Publish, which writes to the device's
+// connection on its downlink topic directly (no subscription is needed).
+// See docs/protocol.md §4.
 package mqttbroker
 
 import (
@@ -192,7 +193,6 @@ func New(cfg Config) (*Broker, error) {
 		cfg: cfg,
 		srv: mqtt.New(&mqtt.Options{
 			Capabilities:             caps,
-			InlineClient:             true,
 			SysTopicResendInterval:   3600,
 			ClientNetReadBufferSize:  1024,
 			ClientNetWriteBufferSize: 1024,

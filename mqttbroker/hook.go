@@ -144,9 +144,6 @@ func (h *hook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 // OnPublish passes a device's message to the hub and keeps it from being
 // routed anywhere else (nobody subscribes to uplink topics anyway).
 func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	if cl.Net.Inline {
-		return pk, nil
-	}
 	d := h.b.lookup(cl)
 	if d == nil {
 		return pk, packets.ErrRejectPacket
