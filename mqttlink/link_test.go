@@ -284,3 +284,41 @@ func TestUDPSessionsPerMQTTAddress(t *testing.T) {
 	}
 	l.Disconnected("aa:00:00:00:00:05", "test over")
 }
+
+// earlySessions is a Sessions whose device speaks before ServeIdle has
+// returned (an external broker delivers on its own goroutine).
+type earlySessions struct {
+	l  **Link
+	ss sessions
+}
+
+func (e earlySessions) ServeIdle(c session.Idle, id protocol.Identity, remote string) session.Inbox {
+	(*e.l).Message(id.DeviceID, []byte(`{"n":1}`))
+	(*e.l).Offer(id.DeviceID, []byte(`{"n":2}`))
+	return e.ss.ServeIdle(c, id, remote)
+}
+
+// Messages that come before the device's session started wait for it and
+// reach it in order, ahead of later ones.
+func TestMessagesBeforeTheSessionKeepTheirOrder(t *testing.T) {
+	var l *Link
+	ss := make(sessions, 1)
+	l, err := New(Options{Bus: &bus{}, Sessions: earlySessions{&l, ss}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "aa:00:00:00:00:08"
+	l.Connected(protocol.Identity{DeviceID: id}, "mqtt 192.0.2.1:1000", "127.0.0.1:1883")
+	c := <-ss
+	l.Message(id, []byte(`{"n":3}`))
+	l.Offer(id, []byte(`{"n":4}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for want := 1; want <= 4; want++ {
+		m, err := c.next(ctx)
+		if err != nil || string(m.Text) != fmt.Sprintf(`{"n":%d}`, want) {
+			t.Fatalf("message %d: %q %v", want, m.Text, err)
+		}
+	}
+	l.Disconnected(id, "test over")
+}
