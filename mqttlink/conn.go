@@ -58,7 +58,7 @@ func (c *conn) start(in session.Inbox) {
 		return
 	}
 	if drain {
-		go c.drain()
+		c.l.wg.Go(c.drain)
 	}
 }
 
@@ -77,7 +77,7 @@ func (c *conn) deliver(payload []byte) {
 		drain := c.kickLocked()
 		c.mu.Unlock()
 		if drain {
-			go c.drain()
+			c.l.wg.Go(c.drain)
 		}
 		if !ok {
 			c.l.dropped.Add(1)
@@ -101,7 +101,7 @@ func (c *conn) offer(payload []byte) bool {
 	drain := c.kickLocked()
 	c.mu.Unlock()
 	if drain {
-		go c.drain()
+		c.l.wg.Go(c.drain)
 	}
 	return ok
 }
@@ -240,7 +240,7 @@ func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated
 	if old != nil {
 		old.Close()
 	}
-	go c.pump(ss, in)
+	c.l.wg.Go(func() { c.pump(ss, in) })
 	u := ss.Hello(c.udpHost, c.l.opts.UDPPort)
 	return session.Negotiated{Transport: "udp", ProtocolVersion: 3,
 		UDP: &protocol.UDPParams{Server: u.Server, Port: u.Port, Key: u.Key, Nonce: u.Nonce}}, nil

@@ -69,7 +69,8 @@ type Link struct {
 
 	mu      sync.Mutex
 	conns   map[string]*conn
-	dropped atomic.Uint64 // Offer
+	dropped atomic.Uint64  // Offer
+	wg      sync.WaitGroup // goroutines handing queued messages and audio to sessions (Wait)
 }
 
 // New returns a Link; it starts nothing.
@@ -167,6 +168,12 @@ func (l *Link) Disconnected(deviceID, reason string) {
 		c.end(reason)
 	}
 }
+
+// Wait waits for the goroutines that hand devices' queued messages and
+// conversations' audio to their sessions. They end on their own (a queue
+// drained, a UDP channel closed): call Wait after the bus and the audio
+// server stopped.
+func (l *Link) Wait() { l.wg.Wait() }
 
 // Holds reports whether the device has an MQTT session here.
 func (l *Link) Holds(deviceID string) bool {

@@ -181,6 +181,7 @@ func (m *mqttSide) stop() {
 		}
 		m.cancel()
 		m.wg.Wait()
+		m.link.Wait()
 	})
 }
 
