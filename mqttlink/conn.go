@@ -16,13 +16,11 @@ import (
 // arrive through Link.Message (or Offer) and leave through Bus.Publish; the
 // audio of a conversation travels over the UDP session its hello opened.
 //
-// Nothing reads an idle device's connection: Link.Message hands each
-// message to the session's Inbox on the bus's goroutine, and a goroutine
-// runs only for as long as there is something to hand on (a conversation's
-// audio, or messages queued by Offer or before the session started).
-// Negotiate and EndConversation are called from the session's handling of
-// the device's hello and goodbye. Writes come from anywhere: Publish is
-// safe for concurrent use and sends each message whole.
+// Nothing reads an idle device's connection: how messages reach the
+// session is in deliver.go. Negotiate and EndConversation are called from
+// the session's handling of the device's hello and goodbye. Writes come
+// from anywhere: Publish is safe for concurrent use and sends each message
+// whole.
 type conn struct {
 	l        *Link
 	deviceID string
@@ -30,9 +28,12 @@ type conn struct {
 	udpHost  string     // told to the device in the server hello
 
 	mu       sync.Mutex
+	room     sync.Cond         // on mu: the queue has room, or the connection ended
 	inbox    session.Inbox     // the session's, once it started
 	queue    [][]byte          // messages waiting for the session, oldest first
-	draining bool              // a goroutine hands queue to the session
+	draining bool              // a drain goroutine hands queue to the session
+	pumper   *udpaudio.Session // the conversation whose pump hands queue to the session, or nil
+	wake     chan struct{}     // tells that pump that messages wait
 	over     bool              // the connection ended
 	reason   string            // why
 	audio    *udpaudio.Session // the open conversation's channel, or nil
@@ -42,109 +43,9 @@ type conn struct {
 var _ session.Idle = (*conn)(nil)
 
 func newConn(l *Link, deviceID string) *conn {
-	return &conn{l: l, deviceID: deviceID}
-}
-
-// start hands the connection to its session: what waits is passed on, and
-// a connection that ended meanwhile ends the session.
-func (c *conn) start(in session.Inbox) {
-	c.mu.Lock()
-	c.inbox = in
-	over, reason := c.over, c.reason
-	drain := c.kickLocked()
-	c.mu.Unlock()
-	if over {
-		in.End(reason)
-		return
-	}
-	if drain {
-		c.l.wg.Go(c.drain)
-	}
-}
-
-// deliver hands a message to the session on the caller's goroutine, behind
-// any that wait; the next message of the device waits meanwhile.
-func (c *conn) deliver(payload []byte) {
-	c.mu.Lock()
-	c.touchLocked()
-	if c.over {
-		c.mu.Unlock()
-		return
-	}
-	in := c.inbox
-	if in == nil || c.draining || len(c.queue) > 0 {
-		ok := c.enqueueLocked(payload)
-		drain := c.kickLocked()
-		c.mu.Unlock()
-		if drain {
-			c.l.wg.Go(c.drain)
-		}
-		if !ok {
-			c.l.dropped.Add(1)
-		}
-		return
-	}
-	c.mu.Unlock()
-	in.Receive(text(payload))
-}
-
-// offer queues a message for the session without waiting; false when
-// QueueLen messages wait already (the message is dropped).
-func (c *conn) offer(payload []byte) bool {
-	c.mu.Lock()
-	c.touchLocked()
-	if c.over {
-		c.mu.Unlock()
-		return false
-	}
-	ok := c.enqueueLocked(payload)
-	drain := c.kickLocked()
-	c.mu.Unlock()
-	if drain {
-		c.l.wg.Go(c.drain)
-	}
-	return ok
-}
-
-func (c *conn) enqueueLocked(payload []byte) bool {
-	if len(c.queue) >= c.l.opts.QueueLen {
-		return false
-	}
-	c.queue = append(c.queue, payload)
-	return true
-}
-
-// kickLocked reports whether a drain goroutine must start (and marks it
-// started): messages wait, the session is there, and none runs.
-func (c *conn) kickLocked() bool {
-	if len(c.queue) == 0 || c.inbox == nil || c.draining || c.over {
-		return false
-	}
-	c.draining = true
-	return true
-}
-
-// drain hands the queued messages to the session, in order, and ends when
-// none is left (or the connection ended).
-func (c *conn) drain() {
-	for {
-		c.mu.Lock()
-		if len(c.queue) == 0 || c.over {
-			c.queue, c.draining = nil, false
-			c.mu.Unlock()
-			return
-		}
-		p := c.queue[0]
-		c.queue[0] = nil
-		c.queue = c.queue[1:]
-		in := c.inbox
-		c.mu.Unlock()
-		in.Receive(text(p))
-	}
-}
-
-func text(p []byte) session.Message {
-	return session.Message{Kind: session.TextMessage, Text: p, Size: len(p)}
+	c := &conn{l: l, deviceID: deviceID}
+	c.room.L = &c.mu
+	return c
 }
 
 // touchLocked counts an MQTT message as activity of the open conversation:
@@ -162,6 +63,7 @@ func (c *conn) end(reason string) {
 	first := !c.over
 	if first {
 		c.over, c.reason, c.queue = true, reason, nil
+		c.room.Broadcast()
 	}
 	a, in := c.audio, c.inbox
 	c.audio = nil
@@ -172,18 +74,6 @@ func (c *conn) end(reason string) {
 	if first && in != nil {
 		in.End(reason)
 	}
-}
-
-// pump hands the conversation's audio to the session until its UDP
-// channel closes: by the session (a goodbye, a newer hello, the end of the
-// connection), or on its own (see audioEnded). One runs per open
-// conversation; an idle device has none.
-func (c *conn) pump(a *udpaudio.Session, in session.Inbox) {
-	for f := range a.Frames() {
-		in.Receive(session.Message{Kind: session.AudioMessage, Audio: session.AudioFrame{Data: f.Opus, Timestamp: f.Timestamp},
-			Size: len(f.Opus) + udpaudio.HeaderSize})
-	}
-	c.audioEnded(a)
 }
 
 // audioEnded handles the end of a UDP session: if it ended on its own
@@ -236,11 +126,16 @@ func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated
 	}
 	old, in := c.audio, c.inbox
 	c.audio, c.sid = ss, sid
+	c.pumper, c.wake = ss, make(chan struct{}, 1)
+	wake := c.wake
+	if len(c.queue) > 0 {
+		wake <- struct{}{}
+	}
 	c.mu.Unlock()
 	if old != nil {
 		old.Close()
 	}
-	c.l.wg.Go(func() { c.pump(ss, in) })
+	c.l.wg.Go(func() { c.pump(ss, in, wake) })
 	u := ss.Hello(c.udpHost, c.l.opts.UDPPort)
 	return session.Negotiated{Transport: "udp", ProtocolVersion: 3,
 		UDP: &protocol.UDPParams{Server: u.Server, Port: u.Port, Key: u.Key, Nonce: u.Nonce}}, nil

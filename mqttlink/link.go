@@ -52,11 +52,10 @@ type Options struct {
 	UDPHost string
 	UDPPort int
 	// QueueLen bounds the messages of one device waiting for its session
-	// (default 32): those Offer queues, and those that come before the
-	// session started. Message does not queue: it hands the message to the
-	// session on the broker's goroutine, so a device whose session is slow
-	// slows down its own MQTT connection (the broker reads it no further),
-	// no one else's.
+	// (default 32): during a conversation, those Offer queues, and those
+	// that come before the session started (deliver.go). A device whose
+	// session falls behind slows down its own MQTT connection (the broker
+	// reads it no further), no one else's.
 	QueueLen int
 	Logger   *slog.Logger
 }
@@ -116,10 +115,10 @@ func (l *Link) Connected(id protocol.Identity, remote, local string) {
 }
 
 // Message passes a device's message to its session, on the caller's
-// goroutine (the broker's reader of the device's connection: the device's
-// next message waits until this one is handled, back-pressure on that
-// device's connection only). It drops the message if the device has no
-// session.
+// goroutine (the broker's reader of the device's connection), or behind
+// the messages that wait (deliver.go): while QueueLen wait, it waits too,
+// back-pressure on that device's connection only. It drops the message if
+// the device has no session.
 func (l *Link) Message(deviceID string, payload []byte) {
 	l.mu.Lock()
 	c := l.conns[deviceID]
@@ -132,11 +131,10 @@ func (l *Link) Message(deviceID string, payload []byte) {
 }
 
 // Offer is Message without the wait: the message is queued for the
-// device's session and handed on by a goroutine of its own (which ends
-// when the queue is empty); when QueueLen messages wait already, it is
-// dropped (counted) and Offer reports false. For a bus that carries every
-// device on one connection (an external broker), where one slow session
-// must not hold up the rest.
+// device's session and handed on by another goroutine; when QueueLen
+// messages wait already, it is dropped (counted) and Offer reports false.
+// For a bus that carries every device on one connection (an external
+// broker), where one slow session must not hold up the rest.
 func (l *Link) Offer(deviceID string, payload []byte) bool {
 	l.mu.Lock()
 	c := l.conns[deviceID]
@@ -151,9 +149,7 @@ func (l *Link) Offer(deviceID string, payload []byte) bool {
 	return true
 }
 
-// Dropped is how many messages Offer dropped (and Message, for the rare
-// message that came before the device's session started, with QueueLen
-// waiting).
+// Dropped is how many messages Offer dropped.
 func (l *Link) Dropped() uint64 { return l.dropped.Load() }
 
 // Disconnected ends the session of a device whose MQTT connection ended,
