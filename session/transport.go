@@ -63,9 +63,10 @@ type pinger interface {
 // conversation, not the connection.
 //
 // An idle connection is not read by a goroutine of the session: its
-// transport pushes each message to the Inbox that ServeIdle returns, from
-// the goroutine that received it (an idle device costs the session no
-// goroutine), and tells the Inbox when the connection ends.
+// transport pushes each message to the Inbox that ServeIdle returns (from
+// the goroutine that received it, so that an idle device costs no
+// goroutine; during a conversation, from one that takes its audio too),
+// and tells the Inbox when the connection ends.
 type Idle interface {
 	// Connection's methods but Read, as documented there.
 	Negotiate(sessionID string, hello protocol.ClientHello) (Negotiated, error)
