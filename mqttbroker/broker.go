@@ -4,11 +4,11 @@
 //
 // Firmware 2.4.2 stays connected over MQTT while idle, publishes every
 // message QoS 0 to its publish topic and never subscribes; the broker
-// subscribes each device, server side, to its downlink topic, confines it
-// to its own two topics, and hands the hub one callback per connect,
-// message and disconnect, keyed by device id (messages carry no id). The
-// hub answers with Publish. Not yet wired into the hub: the session package
-// gets a transport seam first. See docs/protocol.md §4.
+// confines it to its own two topics and hands the hub one callback per
+// connect, message and disconnect, keyed by device id (messages carry no
+// id). The hub answers with Publish, which writes to the device's
+// connection on its downlink topic directly (no subscription is needed).
+// See docs/protocol.md §4.
 package mqttbroker
 
 import (
@@ -65,8 +65,9 @@ type Refusal struct {
 	Reason   string
 }
 
-// Config configures a Broker. Callbacks run on the connection's goroutine:
-// they must return quickly (OnMessage may call Publish). OnConnect and
+// Config configures a Broker. Callbacks run on the connection's goroutine
+// (its reader): while one runs, nothing more is read from that connection,
+// and other connections are not held up. OnMessage may call Publish. OnConnect and
 // OnDisconnect are serialised, so a device's events arrive in order; a
 // device replaced by a newer connection gets OnDisconnect(ReasonReplaced)
 // before the new OnConnect.
@@ -95,6 +96,7 @@ type Config struct {
 	MaxPendingPerAddress int
 	MaxMessage           int           // largest payload passed on, default 64 KiB; packets over 4× end the connection
 	ConnectTimeout       time.Duration // to send CONNECT after dialling, default 10 s
+	WriteTimeout         time.Duration // for one packet to a device, default 10 s; a device slower than that is disconnected
 	MaxKeepalive         uint16        // keepalive 0 or above this is treated as this, default 600 s
 	// MessageRate bounds the messages per second one connection may send
 	// on average, with bursts of MessageBurst (default 2×rate); the excess
@@ -130,7 +132,7 @@ type Stats struct {
 	OverLimit   uint64 // connections closed at MaxConnections
 	OverPending uint64 // connections closed at MaxPending or MaxPendingPerAddress
 	Pending     int    // connections open now that have not logged in
-	SendDropped uint64 // Publish payloads dropped because the device's queue was full
+	SendDropped uint64 // Publish payloads not written: the device's connection failed or took over WriteTimeout
 	RateLimited uint64 // device messages over MessageRate
 	StruckOut   uint64 // connections closed for packets refused over MaxRefusals
 	Throttled   uint64 // CONNECTs refused unchecked: their address was over MaxLoginFailures
@@ -159,25 +161,7 @@ type device struct {
 
 	strikes   *rate.Limiter // its allowance of refused packets (Broker.strike)
 	struckOut atomic.Bool   // closed for them
-
-	// Message rate bucket; only the connection's read goroutine touches it.
-	tokens float64
-	last   time.Time
-}
-
-// allow takes one message from the connection's bucket.
-func (d *device) allow(now time.Time, rate float64, burst int) bool {
-	if d.last.IsZero() {
-		d.tokens = float64(burst)
-	} else {
-		d.tokens = min(float64(burst), d.tokens+now.Sub(d.last).Seconds()*rate)
-	}
-	d.last = now
-	if d.tokens < 1 {
-		return false
-	}
-	d.tokens--
-	return true
+	messages  *rate.Limiter // its message rate (MessageRate), nil: no limit
 }
 
 // New binds the listener; Run serves it.
@@ -195,7 +179,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumClients = int64(cfg.MaxConnections)
-	caps.MaximumClientWritesPending = 64 // per-device queue of Publish; the default 8192 costs 64 KiB each
+	caps.MaximumClientWritesPending = 0 // nothing is queued for mochi's writer: Publish writes directly
 	caps.MaximumPacketSize = uint32(4*cfg.MaxMessage + 1024)
 	caps.MaximumSessionExpiryInterval = 0 // no session outlives its connection
 	caps.MaximumInflight = 64
@@ -209,7 +193,6 @@ func New(cfg Config) (*Broker, error) {
 		cfg: cfg,
 		srv: mqtt.New(&mqtt.Options{
 			Capabilities:             caps,
-			InlineClient:             true,
 			SysTopicResendInterval:   3600,
 			ClientNetReadBufferSize:  1024,
 			ClientNetWriteBufferSize: 1024,
@@ -220,7 +203,7 @@ func New(cfg Config) (*Broker, error) {
 		failures: newKeyedLimiter(rate.Every(cfg.LoginFailureWindow/time.Duration(cfg.MaxLoginFailures)), cfg.MaxLoginFailures),
 	}
 	b.ln = &listener{
-		ln: ln, connectTimeout: cfg.ConnectTimeout,
+		ln: ln, connectTimeout: cfg.ConnectTimeout, writeTimeout: cfg.WriteTimeout,
 		slots: make(chan struct{}, cfg.MaxConnections), conns: make(map[net.Conn]string),
 		maxPending: cfg.MaxPending, maxPendingPerAddr: cfg.MaxPendingPerAddress, pending: make(map[string]int),
 		onConnGone: b.forget, overLimit: &b.overLimit, overPending: &b.overPending,
@@ -251,6 +234,9 @@ func (c *Config) defaults() {
 	}
 	if c.ConnectTimeout <= 0 {
 		c.ConnectTimeout = 10 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
 	}
 	if c.MaxKeepalive == 0 {
 		c.MaxKeepalive = 600
@@ -300,13 +286,21 @@ func (b *Broker) Run(ctx context.Context) error {
 
 // Publish sends payload (a JSON message) to the device, QoS 0, on its
 // downlink topic. It fails with EOFFLINE when the device is not connected.
-// Delivery is queued; if the device's queue is full the message is dropped
-// (Stats.SendDropped), as a slow device must not stall the hub.
+// The packet is written on the caller's goroutine, under the connection's
+// lock, as mochi writes its own acknowledgements: no queue and no writer
+// goroutine of the broker's carry it. A device that does not take it within
+// WriteTimeout is disconnected (Stats.SendDropped), so a stuck device
+// holds up its caller no longer than that.
 func (b *Broker) Publish(deviceID string, payload []byte) error {
-	if !b.Connected(deviceID) {
+	b.mu.Lock()
+	d := b.devices[deviceID]
+	b.mu.Unlock()
+	if d == nil {
 		return hub.Errorf(hub.EOFFLINE, "device %s is not connected over MQTT", deviceID)
 	}
-	if err := b.srv.Publish(DownlinkTopic(deviceID), payload, false, 0); err != nil {
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: DownlinkTopic(deviceID), Payload: payload}
+	if err := d.cl.WritePacket(pk); err != nil {
+		b.sendDropped.Add(1)
 		return fmt.Errorf("mqttbroker: publish to %s: %w", deviceID, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -369,4 +370,60 @@ func TestMessageFloodBounded(t *testing.T) {
 	if m := next(t, h.messages, "the other device's message"); m.device != "aa:bb:cc:dd:ee:02" {
 		t.Fatalf("got %+v", m)
 	}
+}
+
+// The hub's messages are written on the caller's goroutine: a device that
+// stops reading holds its caller up no longer than WriteTimeout, after
+// which Publish fails and the device is disconnected (its next messages
+// could not follow a packet cut in half).
+func TestDeviceThatStopsReadingIsCutOff(t *testing.T) {
+	b, h := startBroker(t, func(c *Config) { c.WriteTimeout = 100 * time.Millisecond })
+	const id = "aa:bb:cc:dd:ee:77"
+	conn, err := net.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := conn.Write(connect311(protocol.MQTTClientID(id, "c1"), id, testPassword(id))); err != nil {
+		t.Fatal(err)
+	}
+	connack := make([]byte, 4)
+	if _, err := io.ReadFull(conn, connack); err != nil || connack[0] != 0x20 || connack[3] != 0 {
+		t.Fatalf("CONNACK %x, %v", connack, err)
+	}
+	expectEvent(t, h, "connect "+id)
+	payload := []byte(`{"type":"x","pad":"` + strings.Repeat("a", 60_000) + `"}`)
+	for i := 0; ; i++ { // the device reads nothing from here on
+		if err := b.Publish(id, payload); err != nil {
+			break
+		}
+		if i == 10_000 {
+			t.Fatal("600 MB written to a device that reads nothing")
+		}
+	}
+	expectEvent(t, h, "disconnect "+id+": "+string(ReasonClosed))
+	if s := b.Stats(); s.SendDropped != 1 {
+		t.Fatalf("SendDropped = %d, want 1", s.SendDropped)
+	}
+}
+
+// connect311 is an MQTT 3.1.1 CONNECT with a clean session, keepalive 240
+// and a username and password, as the firmware sends it.
+func connect311(clientID, username, password string) []byte {
+	str := func(b []byte, s string) []byte { return append(append(b, byte(len(s)>>8), byte(len(s))), s...) }
+	body := str(nil, "MQTT")
+	body = append(body, 4, 0xC2, 0, 240)
+	body = str(str(str(body, clientID), username), password)
+	pk := []byte{0x10}
+	for n := len(body); ; {
+		d := byte(n % 128)
+		if n /= 128; n > 0 {
+			pk = append(pk, d|0x80)
+			continue
+		}
+		pk = append(pk, d)
+		break
+	}
+	return append(pk, body...)
 }

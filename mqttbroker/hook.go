@@ -2,11 +2,11 @@ package mqttbroker
 
 import (
 	"bytes"
-	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 	hub "github.com/xiaozhi-hub/hub"
+	"golang.org/x/time/rate"
 )
 
 // hook is the broker's policy, as mochi hooks.
@@ -20,7 +20,7 @@ func (h *hook) ID() string { return "xiaozhi-hub" }
 func (h *hook) Provides(b byte) bool {
 	return bytes.Contains([]byte{
 		mqtt.OnConnect, mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnSessionEstablished,
-		mqtt.OnDisconnect, mqtt.OnPublish, mqtt.OnPublishDropped,
+		mqtt.OnDisconnect, mqtt.OnPublish,
 	}, []byte{b})
 }
 
@@ -64,7 +64,11 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		return h.b.refuseConnect(cl, packets.ErrNotAuthorized)
 	}
 	h.b.mu.Lock()
-	h.b.byConn[cl.Net.Conn] = &device{id: id, cl: cl, strikes: h.b.newStrikes()}
+	d := &device{id: id, cl: cl, strikes: h.b.newStrikes()}
+	if r := h.b.cfg.MessageRate; r > 0 {
+		d.messages = rate.NewLimiter(rate.Limit(r), h.b.cfg.MessageBurst)
+	}
+	h.b.byConn[cl.Net.Conn] = d
 	h.b.mu.Unlock()
 	h.b.ln.loggedIn(cl.Net.Conn)
 	return nil
@@ -94,18 +98,15 @@ func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	return false
 }
 
-// OnSessionEstablished subscribes the device to its downlink topic (it
-// never subscribes itself) and reports it connected, replacing an older
-// connection of the same device.
+// OnSessionEstablished reports the device connected, replacing an older
+// connection of the same device. The device never subscribes: the hub
+// writes to its connection directly on its downlink topic (Publish), so it
+// is in no topic index.
 func (h *hook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) {
 	d := h.b.lookup(cl)
 	if d == nil {
 		return
 	}
-	sub := packets.Subscription{Filter: DownlinkTopic(d.id)}
-	h.b.srv.Topics.Subscribe(cl.ID, sub)
-	cl.State.Subscriptions.Add(sub.Filter, sub)
-
 	h.b.lifeMu.Lock()
 	defer h.b.lifeMu.Unlock()
 	h.b.mu.Lock()
@@ -143,9 +144,6 @@ func (h *hook) OnDisconnect(cl *mqtt.Client, err error, expire bool) {
 // OnPublish passes a device's message to the hub and keeps it from being
 // routed anywhere else (nobody subscribes to uplink topics anyway).
 func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	if cl.Net.Inline {
-		return pk, nil
-	}
 	d := h.b.lookup(cl)
 	if d == nil {
 		return pk, packets.ErrRejectPacket
@@ -154,14 +152,10 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, er
 		h.b.strike(cl, d, code, why)
 		return pk, packets.ErrRejectPacket
 	}
-	if h.b.cfg.MessageRate > 0 && !d.allow(time.Now(), h.b.cfg.MessageRate, h.b.cfg.MessageBurst) {
+	if d.messages != nil && !d.messages.Allow() {
 		h.b.rateLimited.Add(1)
 		return pk, packets.ErrRejectPacket
 	}
 	h.b.cfg.OnMessage(d.id, bytes.Clone(pk.Payload))
 	return pk, packets.CodeSuccessIgnore
-}
-
-func (h *hook) OnPublishDropped(cl *mqtt.Client, pk packets.Packet) {
-	h.b.sendDropped.Add(1)
 }

@@ -16,11 +16,13 @@ import (
 // mochi's TCP listener it bounds the connections open at once, and those
 // not logged in yet per source address and in all (a flood of sockets that
 // never send CONNECT from one address must not take the places of devices
-// elsewhere), gives CONNECT a deadline (mochi sets none before it), closes
-// every connection it accepted on Close, and waits for its goroutines.
+// elsewhere), gives CONNECT a deadline (mochi sets none before it), bounds
+// each write (writeConn), closes every connection it accepted on Close, and
+// waits for its goroutines.
 type listener struct {
 	ln             net.Listener
 	connectTimeout time.Duration
+	writeTimeout   time.Duration
 	slots          chan struct{}
 	onConnGone     func(net.Conn)
 	overLimit      *atomic.Uint64
@@ -49,7 +51,7 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 	}
 	defer l.wg.Done()
 	for {
-		conn, err := l.ln.Accept()
+		accepted, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -57,6 +59,7 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 			time.Sleep(10 * time.Millisecond) // e.g. out of file descriptors
 			continue
 		}
+		conn := &writeConn{Conn: accepted, timeout: l.writeTimeout}
 		select {
 		case l.slots <- struct{}{}:
 		default:
@@ -174,4 +177,22 @@ func (l *listener) Close(closeClients listeners.CloseFn) {
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
+}
+
+// writeConn bounds each write to a device: the hub writes on the caller's
+// goroutine (Broker.Publish), and mochi sets no write deadline of its own
+// but the keepalive's. A write that fails or times out closes the
+// connection, as the device may have part of a packet.
+type writeConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *writeConn) Write(b []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		_ = c.Conn.Close()
+	}
+	return n, err
 }

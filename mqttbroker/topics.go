@@ -9,7 +9,7 @@ import (
 
 // The device topics (protocol.UplinkTopic and protocol.DownlinkTopic): a
 // device publishes to its uplink topic only and receives on its downlink
-// topic, to which the broker subscribes it.
+// topic (Broker.Publish writes there).
 var (
 	UplinkTopic   = protocol.UplinkTopic
 	DownlinkTopic = protocol.DownlinkTopic

@@ -2,7 +2,6 @@ package mqttlink
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -14,104 +13,73 @@ import (
 )
 
 // conn is one device's MQTT connection as a session.Idle: JSON messages
-// arrive through Link.Message and leave through Bus.Publish; the audio of
-// a conversation travels over the UDP session its hello opened.
+// arrive through Link.Message (or Offer) and leave through Bus.Publish; the
+// audio of a conversation travels over the UDP session its hello opened.
 //
-// Read runs on the session's read loop, and so do Negotiate and
-// EndConversation (the session calls them for the device's hello and
-// goodbye). Writes come from anywhere: Publish is safe for concurrent use
-// and sends each message whole.
+// Nothing reads an idle device's connection: how messages reach the
+// session is in deliver.go. Negotiate and EndConversation are called from
+// the session's handling of the device's hello and goodbye. Writes come
+// from anywhere: Publish is safe for concurrent use and sends each message
+// whole.
 type conn struct {
 	l        *Link
 	deviceID string
 	peer     netip.Addr // the MQTT connection's peer IP (zero if unknown): whose quota its UDP sessions use
 	udpHost  string     // told to the device in the server hello
-	in       chan []byte
-	done     chan struct{}
-	once     sync.Once
-	reason   string // why done was closed; written before
 
-	mu    sync.Mutex
-	audio *udpaudio.Session // the open conversation's channel, or nil
-	sid   string            // its session id, for the goodbye
+	mu       sync.Mutex
+	room     sync.Cond         // on mu: the queue has room, or the connection ended
+	inbox    session.Inbox     // the session's, once it started
+	queue    [][]byte          // messages waiting for the session, oldest first
+	draining bool              // a drain goroutine hands queue to the session
+	pumper   *udpaudio.Session // the conversation whose pump hands queue to the session, or nil
+	wake     chan struct{}     // tells that pump that messages wait
+	over     bool              // the connection ended
+	reason   string            // why
+	audio    *udpaudio.Session // the open conversation's channel, or nil
+	sid      string            // its session id, for the goodbye
 }
 
 var _ session.Idle = (*conn)(nil)
 
-var errEnded = errors.New("MQTT session ended")
-
 func newConn(l *Link, deviceID string) *conn {
-	return &conn{l: l, deviceID: deviceID, in: make(chan []byte, l.opts.QueueLen), done: make(chan struct{})}
+	c := &conn{l: l, deviceID: deviceID}
+	c.room.L = &c.mu
+	return c
 }
 
-// touch counts an MQTT message as activity of the open conversation: the
-// device says nothing over UDP while it listens to the hub.
-func (c *conn) touch() {
-	c.mu.Lock()
+// touchLocked counts an MQTT message as activity of the open conversation:
+// the device says nothing over UDP while it listens to the hub.
+func (c *conn) touchLocked() {
 	if c.audio != nil {
 		c.audio.Touch()
 	}
-	c.mu.Unlock()
 }
 
-func (c *conn) deliver(payload []byte) {
-	c.touch()
-	select {
-	case c.in <- payload:
-	case <-c.done:
-	}
-}
-
-// end closes the connection locally: Read returns, and the audio channel
-// closes. It does not touch the bus.
+// end closes the connection locally: the session ends, and the audio
+// channel closes. It does not touch the bus.
 func (c *conn) end(reason string) {
-	c.once.Do(func() {
-		c.reason = reason
-		close(c.done)
-	})
 	c.mu.Lock()
-	a := c.audio
+	first := !c.over
+	if first {
+		c.over, c.reason, c.queue = true, reason, nil
+		c.room.Broadcast()
+	}
+	a, in := c.audio, c.inbox
 	c.audio = nil
 	c.mu.Unlock()
 	if a != nil {
 		a.Close()
 	}
-}
-
-func (c *conn) Read(ctx context.Context) (session.Message, error) {
-	for {
-		c.mu.Lock()
-		a := c.audio
-		c.mu.Unlock()
-		var frames <-chan udpaudio.Frame
-		var audioDone <-chan struct{}
-		if a != nil {
-			frames, audioDone = a.Frames(), a.Done()
-		}
-		select {
-		case p := <-c.in:
-			return session.Message{Kind: session.TextMessage, Text: p, Size: len(p)}, nil
-		case f, ok := <-frames:
-			if !ok {
-				c.audioEnded(a)
-				continue
-			}
-			return session.Message{Kind: session.AudioMessage, Audio: session.AudioFrame{Data: f.Opus, Timestamp: f.Timestamp},
-				Size: len(f.Opus) + udpaudio.HeaderSize}, nil
-		case <-audioDone:
-			c.audioEnded(a)
-		case <-c.done:
-			return session.Message{}, &session.EndError{Reason: c.reason, Err: errEnded}
-		case <-ctx.Done():
-			return session.Message{}, ctx.Err()
-		}
+	if first && in != nil {
+		in.End(reason)
 	}
 }
 
-// audioEnded handles a UDP session that ended on its own (nothing heard
-// either way for the audio server's IdleTimeout): the device is told
-// goodbye with the exact session id, so that it leaves the conversation
-// instead of waiting for its own channel timeout.
+// audioEnded handles the end of a UDP session: if it ended on its own
+// (nothing heard either way for the audio server's IdleTimeout), the
+// device is told goodbye with the exact session id, so that it leaves the
+// conversation instead of waiting for its own channel timeout.
 func (c *conn) audioEnded(a *udpaudio.Session) {
 	c.mu.Lock()
 	current := c.audio == a
@@ -151,12 +119,23 @@ func (c *conn) Negotiate(sid string, h protocol.ClientHello) (session.Negotiated
 		return session.Negotiated{}, fmt.Errorf("open the UDP audio channel: %w", err)
 	}
 	c.mu.Lock()
-	old := c.audio
+	if c.over {
+		c.mu.Unlock()
+		ss.Close()
+		return session.Negotiated{}, hub.Errorf(hub.EOFFLINE, "device %s: %s", c.deviceID, c.reason)
+	}
+	old, in := c.audio, c.inbox
 	c.audio, c.sid = ss, sid
+	c.pumper, c.wake = ss, make(chan struct{}, 1)
+	wake := c.wake
+	if len(c.queue) > 0 {
+		wake <- struct{}{}
+	}
 	c.mu.Unlock()
 	if old != nil {
 		old.Close()
 	}
+	c.l.wg.Go(func() { c.pump(ss, in, wake) })
 	u := ss.Hello(c.udpHost, c.l.opts.UDPPort)
 	return session.Negotiated{Transport: "udp", ProtocolVersion: 3,
 		UDP: &protocol.UDPParams{Server: u.Server, Port: u.Port, Key: u.Key, Nonce: u.Nonce}}, nil
@@ -191,10 +170,11 @@ func (c *conn) EndConversation() {
 }
 
 func (c *conn) WriteText(ctx context.Context, data []byte) error {
-	select {
-	case <-c.done:
-		return hub.Errorf(hub.EOFFLINE, "device %s: %s", c.deviceID, c.reason)
-	default:
+	c.mu.Lock()
+	over, reason := c.over, c.reason
+	c.mu.Unlock()
+	if over {
+		return hub.Errorf(hub.EOFFLINE, "device %s: %s", c.deviceID, reason)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -33,7 +33,9 @@ type Bus interface {
 
 // Sessions serves device connections (session.Server).
 type Sessions interface {
-	ServeIdle(c session.Idle, id protocol.Identity, remote string) bool
+	// ServeIdle starts the session of c and returns where c's messages go;
+	// nil if c is not served.
+	ServeIdle(c session.Idle, id protocol.Identity, remote string) session.Inbox
 }
 
 // Options configures a Link. Bus and Sessions are required.
@@ -50,8 +52,10 @@ type Options struct {
 	UDPHost string
 	UDPPort int
 	// QueueLen bounds the messages of one device waiting for its session
-	// (default 32); a device whose session falls behind slows down its own
-	// MQTT connection (the broker reads it no further), no one else's.
+	// (default 32): during a conversation, those Offer queues, and those
+	// that come before the session started (deliver.go). A device whose
+	// session falls behind slows down its own MQTT connection (the broker
+	// reads it no further), no one else's.
 	QueueLen int
 	Logger   *slog.Logger
 }
@@ -64,7 +68,8 @@ type Link struct {
 
 	mu      sync.Mutex
 	conns   map[string]*conn
-	dropped atomic.Uint64 // Offer
+	dropped atomic.Uint64  // Offer
+	wg      sync.WaitGroup // goroutines handing queued messages and audio to sessions (Wait)
 }
 
 // New returns a Link; it starts nothing.
@@ -101,14 +106,19 @@ func (l *Link) Connected(id protocol.Identity, remote, local string) {
 	if old != nil {
 		old.end("a newer MQTT connection of the device replaced it")
 	}
-	if !l.opts.Sessions.ServeIdle(c, id, remote) {
+	in := l.opts.Sessions.ServeIdle(c, id, remote)
+	if in == nil {
 		l.forget(c)
+		return
 	}
+	c.start(in)
 }
 
-// Message passes a device's message to its session. It blocks while the
-// session is QueueLen messages behind (back-pressure on that device's
-// connection only), and drops the message if the device has no session.
+// Message passes a device's message to its session, on the caller's
+// goroutine (the broker's reader of the device's connection), or behind
+// the messages that wait (deliver.go): while QueueLen wait, it waits too,
+// back-pressure on that device's connection only. It drops the message if
+// the device has no session.
 func (l *Link) Message(deviceID string, payload []byte) {
 	l.mu.Lock()
 	c := l.conns[deviceID]
@@ -120,10 +130,11 @@ func (l *Link) Message(deviceID string, payload []byte) {
 	c.deliver(payload)
 }
 
-// Offer is Message without the wait: when the device's session is
-// QueueLen messages behind, the message is dropped (counted) and Offer
-// reports false. For a bus that carries every device on one connection
-// (an external broker), where one slow session must not hold up the rest.
+// Offer is Message without the wait: the message is queued for the
+// device's session and handed on by another goroutine; when QueueLen
+// messages wait already, it is dropped (counted) and Offer reports false.
+// For a bus that carries every device on one connection (an external
+// broker), where one slow session must not hold up the rest.
 func (l *Link) Offer(deviceID string, payload []byte) bool {
 	l.mu.Lock()
 	c := l.conns[deviceID]
@@ -131,14 +142,11 @@ func (l *Link) Offer(deviceID string, payload []byte) bool {
 	if c == nil {
 		return false
 	}
-	c.touch()
-	select {
-	case c.in <- payload:
-		return true
-	default:
+	if !c.offer(payload) {
 		l.dropped.Add(1)
 		return false
 	}
+	return true
 }
 
 // Dropped is how many messages Offer dropped.
@@ -156,6 +164,12 @@ func (l *Link) Disconnected(deviceID, reason string) {
 		c.end(reason)
 	}
 }
+
+// Wait waits for the goroutines that hand devices' queued messages and
+// conversations' audio to their sessions. They end on their own (a queue
+// drained, a UDP channel closed): call Wait after the bus and the audio
+// server stopped.
+func (l *Link) Wait() { l.wg.Wait() }
 
 // Holds reports whether the device has an MQTT session here.
 func (l *Link) Holds(deviceID string) bool {

@@ -41,10 +41,46 @@ func (b *bus) last() []byte {
 	return b.published[len(b.published)-1]
 }
 
-// sessions hands the test each connection the link serves.
-type sessions chan session.Idle
+// served is a connection the link served, with what reached its session.
+type served struct {
+	session.Idle
+	msgs  chan session.Message
+	ended chan string
+}
 
-func (s sessions) ServeIdle(c session.Idle, _ protocol.Identity, _ string) bool { s <- c; return true }
+func (s *served) Receive(m session.Message) {
+	m.Audio.Data = bytes.Clone(m.Audio.Data) // it may alias the transport's buffer
+	s.msgs <- m
+}
+
+func (s *served) End(reason string) {
+	select {
+	case s.ended <- reason:
+	default:
+	}
+}
+
+// next is the next message the session received, or an EndError once the
+// session ended.
+func (s *served) next(ctx context.Context) (session.Message, error) {
+	select {
+	case m := <-s.msgs:
+		return m, nil
+	case r := <-s.ended:
+		return session.Message{}, &session.EndError{Reason: r, Err: errors.New("ended")}
+	case <-ctx.Done():
+		return session.Message{}, ctx.Err()
+	}
+}
+
+// sessions hands the test each connection the link serves.
+type sessions chan *served
+
+func (s sessions) ServeIdle(c session.Idle, _ protocol.Identity, _ string) session.Inbox {
+	sv := &served{Idle: c, msgs: make(chan session.Message, 64), ended: make(chan string, 1)}
+	s <- sv
+	return sv
+}
 
 func setup(t *testing.T, idle time.Duration) (*Link, *bus, sessions, *udpaudio.Server) {
 	t.Helper()
@@ -66,7 +102,7 @@ func setup(t *testing.T, idle time.Duration) (*Link, *bus, sessions, *udpaudio.S
 }
 
 // The audio channel is correct both ways: frames the device sends over UDP
-// come out of Read, and frames written back reach the device and pass the
+// reach the session, and frames written back reach the device and pass the
 // firmware's downlink rules (an echo). Text messages arrive in order.
 func TestEchoOverTheUDPChannel(t *testing.T) {
 	l, _, ss, _ := setup(t, time.Minute)
@@ -75,7 +111,7 @@ func TestEchoOverTheUDPChannel(t *testing.T) {
 	l.Message("aa:00:00:00:00:01", []byte(`{"type":"listen"}`))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m, err := c.Read(ctx)
+	m, err := c.next(ctx)
 	if err != nil || m.Kind != session.TextMessage || string(m.Text) != `{"type":"listen"}` {
 		t.Fatalf("Read = %+v %v", m, err)
 	}
@@ -94,7 +130,7 @@ func TestEchoOverTheUDPChannel(t *testing.T) {
 		if err := dev.SendAudio(frame, uint32(60*i)); err != nil {
 			t.Fatal(err)
 		}
-		m, err := c.Read(ctx)
+		m, err := c.next(ctx)
 		if err != nil || m.Kind != session.AudioMessage || !bytes.Equal(m.Audio.Data, frame) {
 			t.Fatalf("uplink frame %d: %+v %v", i, m, err)
 		}
@@ -123,8 +159,6 @@ func TestSilentChannelEndsWithGoodbye(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	readErr := make(chan error, 1)
-	go func() { _, err := c.Read(ctx); readErr <- err }() // Read notices the channel's end
 	deadline := time.Now().Add(10 * time.Second)
 	for string(b.last()) != `{"type":"goodbye","session_id":"sid-2"}` {
 		if time.Now().After(deadline) {
@@ -134,7 +168,7 @@ func TestSilentChannelEndsWithGoodbye(t *testing.T) {
 	}
 	l.Disconnected("aa:00:00:00:00:02", "keepalive expired")
 	var end *session.EndError
-	if err := <-readErr; !errors.As(err, &end) || end.Reason != "keepalive expired" {
+	if _, err := c.next(ctx); !errors.As(err, &end) || end.Reason != "keepalive expired" {
 		t.Fatalf("Read after the MQTT session ended: %v", err)
 	}
 }
@@ -153,7 +187,7 @@ func TestBadHelloAndReplacement(t *testing.T) {
 	fresh := <-ss
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := old.Read(ctx); err == nil {
+	if _, err := old.next(ctx); err == nil {
 		t.Fatal("the replaced connection still reads")
 	}
 	// Reached over IPv6 with no udp-public: the device cannot be told an address.
@@ -198,7 +232,7 @@ func TestLateGoodbyeLeavesTheNextConversation(t *testing.T) {
 	if err := dev.SendAudio([]byte{0xf8, 1}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := c.Read(ctx); err != nil || m.Kind != session.AudioMessage {
+	if m, err := c.next(ctx); err != nil || m.Kind != session.AudioMessage {
 		t.Fatalf("the open conversation's audio after a late goodbye: %+v %v", m, err)
 	}
 	c.Goodbye("sid-b")
@@ -233,14 +267,11 @@ func TestUDPSessionsPerMQTTAddress(t *testing.T) {
 	elsewhere := <-ss
 	l.Connected(protocol.Identity{DeviceID: "aa:00:00:00:00:07"}, "mqtt 192.0.2.9:1001", "127.0.0.1:1883")
 	second := <-ss
-	for i, c := range []session.Idle{first, elsewhere, second} { // in this order
+	for i, c := range []*served{first, elsewhere, second} { // in this order
 		if _, err := c.Negotiate(fmt.Sprintf("sid-%d", i+1), hello); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer rcancel()
-	go func() { _, _ = first.Read(rctx) }() // Read notices the channel's end
 	deadline := time.Now().Add(10 * time.Second)
 	for string(b.last()) != `{"type":"goodbye","session_id":"sid-1"}` {
 		if time.Now().After(deadline) {
@@ -252,4 +283,42 @@ func TestUDPSessionsPerMQTTAddress(t *testing.T) {
 		t.Fatalf("%d UDP sessions open, want 2 (one per address)", n)
 	}
 	l.Disconnected("aa:00:00:00:00:05", "test over")
+}
+
+// earlySessions is a Sessions whose device speaks before ServeIdle has
+// returned (an external broker delivers on its own goroutine).
+type earlySessions struct {
+	l  **Link
+	ss sessions
+}
+
+func (e earlySessions) ServeIdle(c session.Idle, id protocol.Identity, remote string) session.Inbox {
+	(*e.l).Message(id.DeviceID, []byte(`{"n":1}`))
+	(*e.l).Offer(id.DeviceID, []byte(`{"n":2}`))
+	return e.ss.ServeIdle(c, id, remote)
+}
+
+// Messages that come before the device's session started wait for it and
+// reach it in order, ahead of later ones.
+func TestMessagesBeforeTheSessionKeepTheirOrder(t *testing.T) {
+	var l *Link
+	ss := make(sessions, 1)
+	l, err := New(Options{Bus: &bus{}, Sessions: earlySessions{&l, ss}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "aa:00:00:00:00:08"
+	l.Connected(protocol.Identity{DeviceID: id}, "mqtt 192.0.2.1:1000", "127.0.0.1:1883")
+	c := <-ss
+	l.Message(id, []byte(`{"n":3}`))
+	l.Offer(id, []byte(`{"n":4}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for want := 1; want <= 4; want++ {
+		m, err := c.next(ctx)
+		if err != nil || string(m.Text) != fmt.Sprintf(`{"n":%d}`, want) {
+			t.Fatalf("message %d: %q %v", want, m.Text, err)
+		}
+	}
+	l.Disconnected(id, "test over")
 }

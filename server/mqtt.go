@@ -200,6 +200,7 @@ func (m *mqttSide) stop() {
 		}
 		m.cancel()
 		m.wg.Wait()
+		m.link.Wait()
 	})
 }
 

@@ -2,7 +2,10 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
@@ -17,8 +20,9 @@ import (
 // nothing before its first conversation, so MCP is assumed, as the official
 // gateway assumes it: 1.x firmware never answers, discovery gives up after
 // its attempts, and the device's IoT things arrive in its first
-// conversation. It always succeeds.
-func (s *session) attach(parent context.Context) bool {
+// conversation. It always succeeds; end unregisters the session from its
+// Server once it is over.
+func (s *session) attach(parent context.Context, end func()) Inbox {
 	s.ctx, s.cancel = context.WithCancel(parent)
 	s.version = s.id.ProtocolVersion
 	s.hello = protocol.ClientHello{Version: s.version, MCP: true}
@@ -34,8 +38,58 @@ func (s *session) attach(parent context.Context) bool {
 	}, s)
 	s.link.SaveLater()
 	s.srv.m.Handshake("ok")
+	in := &inbox{s: s, unregister: end}
+	// The Server's Close, or the session's own end, closes the connection;
+	// its transport then calls End.
+	in.stopClosing = context.AfterFunc(s.ctx, s.c.CloseNow)
+	s.connected()
 	s.startListing(time.Now(), true)
-	return true
+	return in
+}
+
+// inbox is an idle session's Inbox. The session's state that the read loop
+// owns on other transports is guarded by mu here: messages from the MQTT
+// connection and the conversation's audio arrive on different goroutines.
+type inbox struct {
+	s           *session
+	mu          sync.Mutex  // held while a message is handled, and while the session ends
+	over        atomic.Bool // End was called
+	stopClosing func() bool // the context.AfterFunc that closes the connection
+	unregister  func()
+}
+
+func (in *inbox) Receive(m Message) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.over.Load() {
+		return
+	}
+	if err := in.s.receive(in.s.ctx, m); err != nil {
+		in.End(endReason(err)) // refused: the connection's Close called End already
+	}
+}
+
+func (in *inbox) End(reason string) {
+	if !in.over.CompareAndSwap(false, true) {
+		return
+	}
+	in.s.srv.goOwned(func() {
+		in.mu.Lock() // after the message being handled, if any
+		defer in.mu.Unlock()
+		in.stopClosing()
+		in.s.ended(&EndError{Reason: reason, Err: errIdleEnded})
+		in.unregister()
+	})
+}
+
+var errIdleEnded = errors.New("connection ended")
+
+// pushed is an idle connection as the session's Connection: its messages
+// come through the inbox, so it is never read.
+type pushed struct{ Idle }
+
+func (pushed) Read(context.Context) (Message, error) {
+	return Message{}, errors.New("an idle connection's messages are pushed to its Inbox")
 }
 
 // converse answers a hello on an idle connection: it opens a conversation.

@@ -171,36 +171,25 @@ func (s *Server) Serve(c Connection, id protocol.Identity, remote string) bool {
 // while idle (see Idle), identified and admitted by its transport: the
 // device is online and its MCP tools are discovered at once, the way the
 // official MQTT gateway does it on every connect (firmware 2.x serves MCP
-// with no conversation open). It returns at once; it reports whether the
-// connection is being served.
-func (s *Server) ServeIdle(c Idle, id protocol.Identity, remote string) bool {
-	sess := newSession(s, c, id, remote)
+// with no conversation open). It returns at once, with the Inbox the
+// transport pushes the device's messages to; nil when the Server is
+// closed (the connection is then closed).
+func (s *Server) ServeIdle(c Idle, id protocol.Identity, remote string) Inbox {
+	sess := newSession(s, pushed{c}, id, remote)
 	sess.idle = c
-	return s.serve(sess, (*session).attach)
+	end, ok := s.register(sess)
+	if !ok {
+		return nil
+	}
+	return sess.attach(s.ctx, end)
 }
 
 // serve registers sess, runs open on the caller's goroutine and then the
 // read loop on a goroutine of the Server's.
 func (s *Server) serve(sess *session, open func(*session, context.Context) bool) bool {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		sess.c.Close(CloseGoingAway, "hub shutting down")
+	end, ok := s.register(sess)
+	if !ok {
 		return false
-	}
-	s.sessions[sess] = struct{}{}
-	s.wg.Add(1)
-	if !s.pinging {
-		s.pinging = true
-		s.wg.Add(1)
-		go s.keepalive()
-	}
-	s.mu.Unlock()
-	end := func() {
-		s.mu.Lock()
-		delete(s.sessions, sess)
-		s.mu.Unlock()
-		s.wg.Done()
 	}
 	// The handshake runs here; the connection is then served on a goroutine
 	// of its own, so that net/http's per-request state is released now (it
@@ -215,6 +204,32 @@ func (s *Server) serve(sess *session, open func(*session, context.Context) bool)
 		sess.serve()
 	}()
 	return true
+}
+
+// register adds sess to the Server's sessions (the keepalive starts with
+// the first); end removes it. It reports false, and closes the
+// connection, when the Server is closed.
+func (s *Server) register(sess *session) (end func(), ok bool) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sess.c.Close(CloseGoingAway, "hub shutting down")
+		return nil, false
+	}
+	s.sessions[sess] = struct{}{}
+	s.wg.Add(1)
+	if !s.pinging {
+		s.pinging = true
+		s.wg.Add(1)
+		go s.keepalive()
+	}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		s.mu.Unlock()
+		s.wg.Done()
+	}, true
 }
 
 // Close ends every session (their devices see the socket close) and waits

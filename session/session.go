@@ -24,7 +24,7 @@ import (
 type session struct {
 	srv    *Server
 	c      Connection
-	idle   Idle // c, when its device is connected while idle (ServeIdle)
+	idle   Idle // c's, when its device is connected while idle (ServeIdle)
 	id     protocol.Identity
 	remote string
 	sid    string // the session_id we give the device
@@ -209,26 +209,33 @@ func (s *session) readLoop(ctx context.Context) error {
 			}
 			return err
 		}
-		now := time.Now()
-		s.active.Store(now.UnixNano())
-		if msg.Kind == AudioMessage {
-			s.srv.m.Message("in", "audio", msg.Size)
-			if !s.audioFrames.allow(s.srv.opts.AudioRate, now) {
-				return s.refuse(fmt.Sprintf("too many audio frames: the limit is %.0f per second", s.srv.opts.AudioRate))
-			}
-			if msg.Err != nil {
-				s.badInput("audio_frame", msg.Err)
-				continue
-			}
-			if conv := s.conversation(); conv != nil {
-				conv.Audio(msg.Audio.Data, msg.Audio.Timestamp)
-			}
-			continue
-		}
-		if err := s.handleText(ctx, msg.Text, now); err != nil {
+		if err := s.receive(ctx, msg); err != nil {
 			return err
 		}
 	}
+}
+
+// receive handles one message from the device: on the read loop, or on the
+// transport's goroutine for an idle connection (inbox.Receive). It returns
+// an error when the device is over its budget and was disconnected.
+func (s *session) receive(ctx context.Context, msg Message) error {
+	now := time.Now()
+	s.active.Store(now.UnixNano())
+	if msg.Kind == AudioMessage {
+		s.srv.m.Message("in", "audio", msg.Size)
+		if !s.audioFrames.allow(s.srv.opts.AudioRate, now) {
+			return s.refuse(fmt.Sprintf("too many audio frames: the limit is %.0f per second", s.srv.opts.AudioRate))
+		}
+		if msg.Err != nil {
+			s.badInput("audio_frame", msg.Err)
+			return nil
+		}
+		if conv := s.conversation(); conv != nil {
+			conv.Audio(msg.Audio.Data, msg.Audio.Timestamp)
+		}
+		return nil
+	}
+	return s.handleText(ctx, msg.Text, now)
 }
 
 // refuse closes the connection with a reason the peer can read.

@@ -54,15 +54,26 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Idle is a Connection whose device is connected before and between
+// Idle is a connection whose device is connected before and between
 // conversations (MQTT+UDP: the device keeps its MQTT session while idle and
 // serves MCP over it). Such connections are served with Server.ServeIdle:
 // the session starts at once, without waiting for a hello; each hello
 // opens a conversation with its own session id (Negotiate sets up its
 // audio channel, the hub answers with a server hello), and the device's goodbye ends the
 // conversation, not the connection.
+//
+// An idle connection is not read by a goroutine of the session: its
+// transport pushes each message to the Inbox that ServeIdle returns (from
+// the goroutine that received it, so that an idle device costs no
+// goroutine; during a conversation, from one that takes its audio too),
+// and tells the Inbox when the connection ends.
 type Idle interface {
-	Connection
+	// Connection's methods but Read, as documented there.
+	Negotiate(sessionID string, hello protocol.ClientHello) (Negotiated, error)
+	WriteText(ctx context.Context, data []byte) error
+	WriteAudio(ctx context.Context, f AudioFrame) error
+	Close(code CloseCode, reason string)
+	CloseNow()
 	// EndConversation closes the audio channel the last Negotiate opened,
 	// after the device said goodbye. It does not tell the device.
 	EndConversation()
@@ -73,6 +84,24 @@ type Idle interface {
 	// does nothing (the firmware would end its current one only if the ids
 	// matched, and each conversation has its own).
 	Goodbye(sessionID string)
+}
+
+// Inbox takes the messages of an idle connection, which its transport
+// pushes (Server.ServeIdle returns it).
+type Inbox interface {
+	// Receive handles one message from the device on the caller's
+	// goroutine, one call at a time in the order of the calls (a call
+	// waits for the one before it). It does not wait for slow work:
+	// discovery, storage and the voice engine run on goroutines of their
+	// own, and replies to the hub's requests only complete them. A device
+	// over its message budget is disconnected. After End, messages are
+	// dropped.
+	Receive(m Message)
+	// End ends the session: the connection ended, for reason (in words,
+	// for the offline event). Calls in flight to the device fail at once.
+	// It does not block, and may be called more than once and from
+	// within Receive (through the connection's Close).
+	End(reason string)
 }
 
 // MessageKind tells a text message from an audio frame.

@@ -48,6 +48,8 @@ func hubMain(args []string) error {
 	startupProfile := fs.String("startup-profile", "", "write a CPU profile of the start (until listening) to this file")
 	mqttListen := fs.String("mqtt-listen", "", "the hub's mqtt-listen setting (devices on MQTT+UDP)")
 	deviceToken := fs.String("device-token", "", "a device token (device-auth token): what MQTT devices log in with")
+	mqttMaxPending := fs.Int("mqtt-max-pending", 0, "the hub's mqtt-max-pending setting (0: its default)")
+	mqttPendingPerAddr := fs.Int("mqtt-pending-per-address", 0, "the hub's mqtt-pending-per-address setting (0: its default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +69,12 @@ func hubMain(args []string) error {
 	cfg.DeviceAuth = "open" // explicitly: the default may change
 	if *mqttListen != "" {
 		cfg.MQTTListen, cfg.DeviceAuth, cfg.DeviceTokens = *mqttListen, "token", []string{*deviceToken}
+		if *mqttMaxPending > 0 {
+			cfg.MQTTMaxPending = *mqttMaxPending
+		}
+		if *mqttPendingPerAddr > 0 {
+			cfg.MQTTPendingPerAddress = *mqttPendingPerAddr
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
