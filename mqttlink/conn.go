@@ -30,7 +30,7 @@ type conn struct {
 	mu       sync.Mutex
 	room     sync.Cond         // on mu: the queue has room, or the connection ended
 	inbox    session.Inbox     // the session's, once it started
-	queue    [][]byte          // messages waiting for the session, oldest first
+	queue    []queued          // messages waiting for the session, oldest first
 	draining bool              // a drain goroutine hands queue to the session
 	pumper   *udpaudio.Session // the conversation whose pump hands queue to the session, or nil
 	wake     chan struct{}     // tells that pump that messages wait

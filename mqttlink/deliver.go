@@ -1,6 +1,8 @@
 package mqttlink
 
 import (
+	"time"
+
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/udpaudio"
 )
@@ -12,9 +14,10 @@ import (
 // them on, in order:
 //
 //   - while a conversation is open, its pump: one goroutine per
-//     conversation takes both its UDP audio and the device's messages, as
-//     a read loop would, so that a message the device sent after its audio
-//     is not handled ahead of the audio already received;
+//     conversation takes both its UDP audio and the device's messages in
+//     the order they reached the hub (each is stamped when it arrives), so
+//     that a listen stop sent after the last audio is not handled ahead of
+//     it, nor a listen start behind the first;
 //   - Offer's messages (an external broker: one slow session must not hold
 //     up the others), and those that came before the session started, by a
 //     drain goroutine that ends when the queue is empty.
@@ -38,9 +41,16 @@ func (c *conn) start(in session.Inbox) {
 	handOn()
 }
 
+// queued is a message waiting for the session, with when it arrived.
+type queued struct {
+	payload []byte
+	arrived time.Time
+}
+
 // deliver hands a message to the session on the caller's goroutine, or
 // queues it behind those that wait.
 func (c *conn) deliver(payload []byte) {
+	arrived := time.Now()
 	c.mu.Lock()
 	c.touchLocked()
 	for !c.over && len(c.queue) >= c.l.opts.QueueLen {
@@ -52,7 +62,7 @@ func (c *conn) deliver(payload []byte) {
 	}
 	in := c.inbox
 	if in == nil || c.draining || c.pumper != nil || len(c.queue) > 0 {
-		c.queue = append(c.queue, payload)
+		c.queue = append(c.queue, queued{payload, arrived})
 		handOn := c.handOnLocked()
 		c.mu.Unlock()
 		handOn()
@@ -65,13 +75,14 @@ func (c *conn) deliver(payload []byte) {
 // offer queues a message for the session without waiting; false when
 // QueueLen messages wait already (the message is dropped).
 func (c *conn) offer(payload []byte) bool {
+	arrived := time.Now()
 	c.mu.Lock()
 	c.touchLocked()
 	if c.over || len(c.queue) >= c.l.opts.QueueLen {
 		c.mu.Unlock()
 		return false
 	}
-	c.queue = append(c.queue, payload)
+	c.queue = append(c.queue, queued{payload, arrived})
 	handOn := c.handOnLocked()
 	c.mu.Unlock()
 	handOn()
@@ -102,8 +113,8 @@ func signal(ch chan struct{}) {
 
 // popLocked takes the oldest queued message.
 func (c *conn) popLocked() []byte {
-	p := c.queue[0]
-	c.queue[0] = nil
+	p := c.queue[0].payload
+	c.queue[0] = queued{}
 	c.queue = c.queue[1:]
 	if len(c.queue) == 0 {
 		c.queue = nil
@@ -132,22 +143,42 @@ func (c *conn) drain() {
 }
 
 // pump hands the conversation's audio and the device's queued messages to
-// the session until the conversation's UDP channel closes: by the session
-// (a goodbye, a newer hello, the end of the connection), or on its own
-// (see audioEnded). The messages still waiting then are handed on from
-// here, and the device's next messages go to the session directly again.
+// the session, in the order they reached the hub, until the conversation's
+// UDP channel closes: by the session (a goodbye, a newer hello, the end of
+// the connection), or on its own (see audioEnded). The messages still
+// waiting then are handed on from here, and the device's next messages go
+// to the session directly again.
 func (c *conn) pump(a *udpaudio.Session, in session.Inbox, wake <-chan struct{}) {
-	for frames := a.Frames(); frames != nil; {
-		select {
-		case f, ok := <-frames:
-			if !ok {
-				frames = nil
-				continue
+	frames := a.Frames()
+	var held *udpaudio.Frame // taken from frames, not yet handed on
+	take := func(f udpaudio.Frame, ok bool) {
+		if !ok {
+			frames = nil
+			return
+		}
+		held = &f
+	}
+	for frames != nil || held != nil {
+		if held == nil {
+			// A frame already waiting is taken before the messages: it
+			// may have come first.
+			select {
+			case f, ok := <-frames:
+				take(f, ok)
+			default:
+				select {
+				case f, ok := <-frames:
+					take(f, ok)
+				case <-wake:
+				}
 			}
+		}
+		c.handQueued(a, in, held)
+		if held != nil {
+			f := *held
+			held = nil
 			in.Receive(session.Message{Kind: session.AudioMessage, Audio: session.AudioFrame{Data: f.Opus, Timestamp: f.Timestamp},
 				Size: len(f.Opus) + udpaudio.HeaderSize})
-		case <-wake:
-			c.handQueued(a, in)
 		}
 	}
 	c.mu.Lock()
@@ -161,13 +192,14 @@ func (c *conn) pump(a *udpaudio.Session, in session.Inbox, wake <-chan struct{})
 	c.audioEnded(a)
 }
 
-// handQueued hands the queued messages to the session while a's pump is
-// the one to (a hello the session handles here hands over to the next
-// conversation's pump).
-func (c *conn) handQueued(a *udpaudio.Session, in session.Inbox) {
+// handQueued hands the queued messages that reached the hub before the
+// frame held back (all of them when none is) to the session, while a's
+// pump is the one to (a hello the session handles here hands over to the
+// next conversation's pump).
+func (c *conn) handQueued(a *udpaudio.Session, in session.Inbox, held *udpaudio.Frame) {
 	for {
 		c.mu.Lock()
-		if c.pumper != a || c.over || len(c.queue) == 0 {
+		if c.pumper != a || c.over || len(c.queue) == 0 || held != nil && held.Arrived.Before(c.queue[0].arrived) {
 			handOn := c.handOnLocked()
 			c.mu.Unlock()
 			handOn()

@@ -322,3 +322,55 @@ func TestMessagesBeforeTheSessionKeepTheirOrder(t *testing.T) {
 	}
 	l.Disconnected(id, "test over")
 }
+
+// During a conversation the session gets the device's UDP audio and MQTT
+// messages in the order they reached the hub, even when it is behind: a
+// listen stop the device sent after its last frame must not overtake the
+// frames already received (the utterance would be cut, or empty).
+func TestAudioAndMessagesKeepTheirOrder(t *testing.T) {
+	l, _, ss, audio := setup(t, time.Minute)
+	l.Connected(protocol.Identity{DeviceID: "aa:00:00:00:00:07"}, "remote", "127.0.0.1:1883")
+	c := <-ss
+	c.msgs = make(chan session.Message) // the session takes one message at a time: it is behind
+	neg, err := c.Negotiate("sid-1", protocol.ClientHello{Version: 3, Transport: "udp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp, _ := json.Marshal(neg.UDP)
+	dev, err := mqttdevice.OpenChannel(udp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close(false)
+	const frames = 12
+	for i := range frames {
+		if err := dev.SendAudio([]byte{0xf8, byte(i), 0xfe}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for audio.Stats().Accepted < frames {
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub accepted %d of %d datagrams", audio.Stats().Accepted, frames)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l.Message("aa:00:00:00:00:07", []byte(`{"type":"listen","state":"stop"}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var order []string
+	for len(order) < frames+1 {
+		m, err := c.next(ctx)
+		if err != nil {
+			t.Fatalf("after %v: %v", order, err)
+		}
+		if m.Kind == session.AudioMessage {
+			order = append(order, fmt.Sprintf("audio%d", m.Audio.Data[1]))
+		} else {
+			order = append(order, "stop")
+		}
+	}
+	if order[frames] != "stop" {
+		t.Fatalf("the session got %v: the listen stop overtook audio that came before it", order)
+	}
+}

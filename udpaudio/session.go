@@ -29,7 +29,8 @@ const (
 type Frame struct {
 	Timestamp uint32 // as the device sent it (0 unless server AEC is on)
 	Sequence  uint32
-	Opus      []byte // owned by the receiver
+	Opus      []byte    // owned by the receiver
+	Arrived   time.Time // when the hub accepted it (monotonic), to keep it in order with the device's MQTT messages
 }
 
 // Session is one device's audio channel: its keys, the address bound by
@@ -224,7 +225,7 @@ func (ss *Session) accept(h Header, opus []byte, from netip.AddrPort, now time.T
 		ss.homeSeq, ss.homeLast = h.Sequence, now
 	}
 	select {
-	case ss.frames <- Frame{Timestamp: h.Timestamp, Sequence: h.Sequence, Opus: opus}:
+	case ss.frames <- Frame{Timestamp: h.Timestamp, Sequence: h.Sequence, Opus: opus, Arrived: time.Now()}:
 		ss.srv.stats.accepted.Add(1)
 	default:
 		ss.srv.stats.queued.Add(1)
