@@ -207,6 +207,7 @@ func New(cfg Config) (*Broker, error) {
 		slots: make(chan struct{}, cfg.MaxConnections), conns: make(map[net.Conn]string),
 		maxPending: cfg.MaxPending, maxPendingPerAddr: cfg.MaxPendingPerAddress, pending: make(map[string]int),
 		onConnGone: b.forget, overLimit: &b.overLimit, overPending: &b.overPending,
+		closeClients: b.disconnectAll,
 	}
 	if err := b.srv.AddHook(&hook{b: b}, nil); err != nil {
 		ln.Close()
@@ -441,4 +442,14 @@ func (b *Broker) strike(cl *mqtt.Client, d *device, code packets.Code, what stri
 	why := fmt.Sprintf("%s %d times within %v: %s", ReasonRefusals, b.cfg.MaxRefusals+1, b.cfg.RefusalWindow, what)
 	b.refuse(cl, d.id, d.id, why)
 	_ = b.srv.DisconnectClient(cl, packets.Code{Code: code.Code, Reason: why})
+}
+
+// disconnectAll tells every client the server is shutting down, as mochi's
+// own shutdown does, reading the client map once.
+func (b *Broker) disconnectAll() {
+	for _, cl := range b.srv.Clients.GetAll() {
+		if !cl.Closed() {
+			_ = b.srv.DisconnectClient(cl, packets.ErrServerShuttingDown)
+		}
+	}
 }

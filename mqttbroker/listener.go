@@ -25,8 +25,11 @@ type listener struct {
 	writeTimeout   time.Duration
 	slots          chan struct{}
 	onConnGone     func(net.Conn)
-	overLimit      *atomic.Uint64
-	overPending    *atomic.Uint64
+	// closeClients disconnects the broker's clients at Close, in place of
+	// mochi's own (see Close).
+	closeClients func()
+	overLimit    *atomic.Uint64
+	overPending  *atomic.Uint64
 
 	maxPending, maxPendingPerAddr int
 
@@ -170,7 +173,13 @@ func (l *listener) Close(closeClients listeners.CloseFn) {
 		return
 	}
 	_ = l.ln.Close()
-	closeClients(l.ID())
+	// Not mochi's closeClients: its Clients.GetByListener read-locks the
+	// client map twice (through Len), which deadlocks with a client
+	// connecting or leaving in between (mochi-mqtt/server issue #488); a
+	// hub shutting down while devices come and go hung on it.
+	if l.closeClients != nil {
+		l.closeClients()
+	}
 	l.mu.Lock()
 	for c := range l.conns {
 		_ = c.Close()
