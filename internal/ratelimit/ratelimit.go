@@ -61,6 +61,10 @@ func (k *Keyed[T]) Get(key string, now time.Time) *Entry[T] {
 	return e
 }
 
+// Peek returns key's entry, or nil if the key is not remembered (it has
+// its whole allowance).
+func (k *Keyed[T]) Peek(key string) *Entry[T] { return k.keys[key] }
+
 // Len is the number of keys remembered.
 func (k *Keyed[T]) Len() int { return len(k.keys) }
 
