@@ -20,21 +20,39 @@ type opusCodec struct{}
 func (opusCodec) NewDecoder(rate int) (Decoder, error)     { return opus.NewDecoder(rate) }
 func (opusCodec) NewEncoder(rate, ms int) (Encoder, error) { return opus.NewEncoder(rate, ms) }
 
-// quietOutput counts what a device would receive, and signals each tts stop.
+// quietOutput counts what a device would receive, and signals each tts
+// stop. It plays as a device does: from the answer's first frame on, one
+// frame every 60 ms; an answer whose next frame arrives after the one
+// before has finished playing ran dry (an audible gap).
 type quietOutput struct {
 	mu     sync.Mutex
-	frames int
+	frames int       // audio frames of the answer in progress
+	first  time.Time // when its first frame arrived
+	dry    bool      // it ran dry
+	dries  int       // answers that ran dry
 	stops  chan struct{}
 }
 
 func (o *quietOutput) WriteText(_ context.Context, m []byte) error {
 	if string(m) == `{"type":"tts","state":"stop"}` {
+		o.mu.Lock()
+		if o.dry {
+			o.dries++
+		}
+		o.frames, o.dry = 0, false
+		o.mu.Unlock()
 		o.stops <- struct{}{}
 	}
 	return nil
 }
 func (o *quietOutput) WriteAudio(context.Context, []byte, uint32) error {
+	now := time.Now()
 	o.mu.Lock()
+	if o.frames == 0 {
+		o.first = now
+	} else if now.Sub(o.first) > time.Duration(o.frames)*time.Duration(down.FrameDuration)*time.Millisecond {
+		o.dry = true
+	}
 	o.frames++
 	o.mu.Unlock()
 	return nil
@@ -52,20 +70,23 @@ func cpuTime() time.Duration {
 // one-sentence answer, one second of synthesised speech): 1.2 s of speech
 // in, decoded; one second out, encoded and paced. It reports the hub's own
 // time from the end of speech to the first audio frame out (the deliberate
-// wait for the device to be speaking is off here), the CPU of one turn,
-// the turns one core could hold concurrently in real time, and the memory
-// of an open conversation. talkers=N runs N conversations at once.
+// wait for the device to be speaking is off, except in the wait=150ms
+// runs), the answers that ran dry at the device, the CPU of one turn, the
+// turns one core could hold concurrently in real time, and the memory of
+// an open conversation. talkers=N runs N conversations at once, their
+// turns ending in the same instant.
 //
 //	go test -run NONE -bench Turns -benchtime 200x ./voice
 func BenchmarkTurns(b *testing.B) {
 	for _, talkers := range []int{1, 50} {
-		b.Run("talkers="+itoa(talkers), func(b *testing.B) { benchTurns(b, talkers) })
+		b.Run("talkers="+itoa(talkers), func(b *testing.B) { benchTurns(b, talkers, -1) })
 	}
+	b.Run("talkers=50/wait=150ms", func(b *testing.B) { benchTurns(b, 50, 150*time.Millisecond) })
 }
 
 func itoa(n int) string { return string(rune('0'+n/10%10)) + string(rune('0'+n%10)) }
 
-func benchTurns(b *testing.B, talkers int) {
+func benchTurns(b *testing.B, talkers int, wait time.Duration) {
 	enc, _ := opus.NewEncoder(16000, 60)
 	var speech [][]byte
 	for n := range 20 {
@@ -79,7 +100,7 @@ func benchTurns(b *testing.B, talkers int) {
 	var mu sync.Mutex
 	var firstAudio []float64
 	e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: secondOfSpeech{}, Brain: &oneSentence{},
-		NewVAD: func() VAD { return vad.NewEnergy(vad.Config{}) }, SpeakingDelay: -1,
+		NewVAD: func() VAD { return vad.NewEnergy(vad.Config{}) }, SpeakingDelay: wait,
 		OnTurn: func(r TurnRecord) { mu.Lock(); firstAudio = append(firstAudio, r.FirstAudioMs); mu.Unlock() }})
 	defer e.Close()
 	var ms0, ms1 runtime.MemStats
@@ -123,6 +144,11 @@ func benchTurns(b *testing.B, talkers int) {
 	// A turn is 1.2 s of listening and 1 s of speaking: one core holds
 	// this many talkers in real time.
 	b.ReportMetric(2.2e3/float64(perTurn.Microseconds())*1000, "talkers/core")
+	dries := 0
+	for _, o := range outs {
+		dries += o.dries
+	}
+	b.ReportMetric(float64(dries)/float64(turns)*100, "dry-answers-%")
 	mu.Lock()
 	slices.Sort(firstAudio)
 	if n := len(firstAudio); n > 0 {
