@@ -270,3 +270,114 @@ func TestDownlinkTimestampsIncreaseAcrossAnswers(t *testing.T) {
 		}
 	})
 }
+
+// timedCodec is the real codec, noting when each downlink frame is encoded.
+type timedCodec struct {
+	opusCodec
+	mu      sync.Mutex
+	encoded []time.Time
+}
+
+func (c *timedCodec) NewEncoder(rate, ms int) (Encoder, error) {
+	enc, err := c.opusCodec.NewEncoder(rate, ms)
+	if err != nil {
+		return nil, err
+	}
+	return timedEncoder{enc, c}, nil
+}
+
+type timedEncoder struct {
+	Encoder
+	c *timedCodec
+}
+
+func (e timedEncoder) Encode(pcm []int16) ([]byte, error) {
+	e.c.mu.Lock()
+	e.c.encoded = append(e.c.encoded, time.Now())
+	e.c.mu.Unlock()
+	return e.Encoder.Encode(pcm)
+}
+
+// timedPackets notes when each audio packet reaches the device.
+type timedPackets struct {
+	*packets
+	sent []time.Time
+}
+
+func (p *timedPackets) WriteAudio(ctx context.Context, pkt []byte, ts uint32) error {
+	p.mu.Lock()
+	p.sent = append(p.sent, time.Now())
+	p.mu.Unlock()
+	return p.packets.WriteAudio(ctx, pkt, ts)
+}
+
+// While the first frame waits for the device to be speaking, the frames
+// that go at once when the wait ends (the first and the lead's worth, 300
+// ms, behind it) are already encoded: when many answers start together,
+// no device plays its first frame while the next ones are still being
+// encoded. Their order, timestamps and pacing are those of the other tests.
+func TestFirstFramesAreReadyDuringTheWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		codec := &timedCodec{}
+		e := New(Options{Codec: codec, Recognizer: &recognizer{}, Synthesizer: &voiceSynth{}, Brain: threeSentences{}})
+		defer e.Close()
+		out := &timedPackets{packets: newPackets()}
+		c := e.Open("aa:00:00:00:00:45", "en", down, out)
+		defer c.Close()
+		c.Listen("start", "manual", "")
+		c.Audio(opusFrame(t, 500), 0)
+		synctest.Wait()
+		c.Listen("stop", "", "")
+		<-out.stopped
+		burst := int(e.opts.Lead/(time.Duration(down.FrameDuration)*time.Millisecond)) + 1
+		codec.mu.Lock()
+		defer codec.mu.Unlock()
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		if len(codec.encoded) <= burst || len(out.sent) != len(codec.encoded) {
+			t.Fatalf("%d frames encoded, %d sent", len(codec.encoded), len(out.sent))
+		}
+		spoke := out.sent[0]
+		for i := range burst {
+			if !codec.encoded[i].Before(spoke) {
+				t.Errorf("frame %d was encoded %v after the device began to speak", i, codec.encoded[i].Sub(spoke))
+			}
+			if !out.sent[i].Equal(spoke) {
+				t.Errorf("frame %d was sent %v after the first", i, out.sent[i].Sub(spoke))
+			}
+		}
+		if codec.encoded[burst].Before(spoke) {
+			t.Errorf("frame %d, beyond the lead, was encoded before the device began to speak", burst)
+		}
+	})
+}
+
+// The button during the wait for the device to be speaking stops the
+// answer at once: none of the frames encoded ahead reaches the device.
+func TestAbortDuringTheWaitSendsNoAudio(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: &voiceSynth{}, Brain: threeSentences{}})
+		defer e.Close()
+		out := newPackets()
+		c := e.Open("aa:00:00:00:00:46", "en", down, out)
+		defer c.Close()
+		c.Listen("start", "manual", "")
+		c.Audio(opusFrame(t, 500), 0)
+		synctest.Wait()
+		c.Listen("stop", "", "")
+		synctest.Wait() // the first frames are encoded; the device is not speaking yet
+		c.Abort()
+		<-out.stopped
+		time.Sleep(time.Second)
+		synctest.Wait()
+		got := out.all()
+		for _, p := range got {
+			if p.opus != nil {
+				t.Fatalf("audio reached the device after the button: %d packets", len(got))
+			}
+		}
+		if last := got[len(got)-1]; last.text != `{"type":"tts","state":"stop"}` {
+			t.Fatalf("the device's last message is %q", last.text)
+		}
+	})
+}
