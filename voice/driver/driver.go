@@ -56,7 +56,8 @@ type Decoder interface {
 	Decode(packet []byte) ([]int16, error)
 }
 
-// Encoder encodes exactly one frame of PCM into one packet.
+// Encoder encodes exactly one frame of PCM into one packet, a new slice
+// the caller may keep (the downlink keeps a few while it waits).
 type Encoder interface {
 	Encode(pcm []int16) ([]byte, error)
 }
