@@ -118,14 +118,20 @@ func speakAnswer(t *testing.T, brain Brain, syn Synthesizer) []packet {
 	e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: syn, Brain: brain})
 	defer e.Close()
 	out := newPackets()
-	c := e.Open("aa:00:00:00:00:41", "en", down, out)
-	defer c.Close()
+	defer ask(t, e, "aa:00:00:00:00:41", out).Close()
+	<-out.stopped
+	return out.all()
+}
+
+// ask opens a conversation on e and asks (push to talk): the turn runs
+// when ask returns.
+func ask(t *testing.T, e *Engine, deviceID string, out Output) *Conversation {
+	c := e.Open(deviceID, "en", down, out)
 	c.Listen("start", "manual", "")
 	c.Audio(opusFrame(t, 500), 0)
 	synctest.Wait()
 	c.Listen("stop", "", "")
-	<-out.stopped
-	return out.all()
+	return c
 }
 
 // opusFrame is one 60 ms uplink frame at 16 kHz of a constant level.
@@ -322,12 +328,7 @@ func TestFirstFramesAreReadyDuringTheWait(t *testing.T) {
 		e := New(Options{Codec: codec, Recognizer: &recognizer{}, Synthesizer: &voiceSynth{}, Brain: threeSentences{}})
 		defer e.Close()
 		out := &timedPackets{packets: newPackets()}
-		c := e.Open("aa:00:00:00:00:45", "en", down, out)
-		defer c.Close()
-		c.Listen("start", "manual", "")
-		c.Audio(opusFrame(t, 500), 0)
-		synctest.Wait()
-		c.Listen("stop", "", "")
+		defer ask(t, e, "aa:00:00:00:00:45", out).Close()
 		<-out.stopped
 		burst := int(e.opts.Lead/(time.Duration(down.FrameDuration)*time.Millisecond)) + 1
 		codec.mu.Lock()
@@ -359,12 +360,8 @@ func TestAbortDuringTheWaitSendsNoAudio(t *testing.T) {
 		e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: &voiceSynth{}, Brain: threeSentences{}})
 		defer e.Close()
 		out := newPackets()
-		c := e.Open("aa:00:00:00:00:46", "en", down, out)
+		c := ask(t, e, "aa:00:00:00:00:46", out)
 		defer c.Close()
-		c.Listen("start", "manual", "")
-		c.Audio(opusFrame(t, 500), 0)
-		synctest.Wait()
-		c.Listen("stop", "", "")
 		synctest.Wait() // the first frames are encoded; the device is not speaking yet
 		c.Abort()
 		<-out.stopped
