@@ -60,11 +60,8 @@ func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text str
 	}
 	fr := newFramer(sp.SampleRate(), c.down)
 	for {
-		// Frames kept ahead go once the wait is over, before asking
-		// synthesis for more; a Read begun during the wait can hold them
-		// past its end by as long as it blocks (synthesis streaming
-		// slower than the device plays: the frames it held would not
-		// have kept the device playing anyway).
+		// Frames kept ahead go once the wait is over, not after
+		// synthesis's next chunk.
 		if !d.p.early(len(d.early)) {
 			if err := d.flush(ctx); err != nil {
 				return err
