@@ -56,8 +56,7 @@ type Decoder interface {
 	Decode(packet []byte) ([]int16, error)
 }
 
-// Encoder encodes exactly one frame of PCM into one packet, a new slice
-// the caller may keep (the downlink keeps a few while it waits).
+// Encoder encodes exactly one frame of PCM into one packet.
 type Encoder interface {
 	Encode(pcm []int16) ([]byte, error)
 }
