@@ -2,9 +2,13 @@ package voice
 
 import (
 	"context"
+	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/xiaozhi-hub/hub/protocol"
 )
 
 // turn is one answer in progress: recognition's end, the model, speech
@@ -239,8 +243,159 @@ func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
 	}
 }
 
+// downlink is the audio of one answer, from tts start to tts stop: paced,
+// and encoded by ONE Opus encoder for all its sentences. The firmware
+// resets its decoder at tts start only (not at sentence_start), so a
+// fresh encoder for each sentence would meet a decoder that goes on from
+// the previous sentence: a click, up to full scale, at every sentence
+// boundary (docs/protocol.md §7.2).
+type downlink struct {
+	p   *pacer
+	enc Encoder // made by the first sentence spoken
+}
+
+func (c *Conversation) newDownlink(t *turn) *downlink {
+	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay), c.opened)
+	p.next = &c.nextTs
+	return &downlink{p: p}
+}
+
+// speak synthesises text and sends it as paced Opus frames.
+func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text string) error {
+	if c.e.opts.Synthesizer == nil {
+		return nil
+	}
+	voice := c.e.opts.Voice
+	if c.e.opts.VoiceOf != nil {
+		if v := c.e.opts.VoiceOf(c.deviceID); v != "" {
+			voice = v
+		}
+	}
+	sp, err := c.e.opts.Synthesizer.Synthesize(ctx, text, voice)
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
+	if d.enc == nil {
+		if d.enc, err = c.e.opts.Codec.NewEncoder(c.down.SampleRate, c.down.FrameDuration); err != nil {
+			return err
+		}
+	}
+	fr := newFramer(sp.SampleRate(), c.down)
+	send := func(pcm []int16) error {
+		pkt, err := d.enc.Encode(pcm)
+		if err != nil {
+			return err
+		}
+		ts, err := d.p.wait(ctx)
+		if err != nil {
+			return err
+		}
+		return t.audio(ctx, pkt, ts)
+	}
+	for {
+		chunk, err := sp.Read(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for _, f := range fr.push(chunk) {
+			if err := send(f); err != nil {
+				return err
+			}
+		}
+	}
+	if f := fr.flush(); f != nil {
+		return send(f)
+	}
+	return nil
+}
+
 func (c *Conversation) write(ctx context.Context, msg []byte) {
 	if err := c.out.WriteText(ctx, msg); err != nil && ctx.Err() == nil {
 		c.e.log.Debug("write to device", "device", c.deviceID, "err", err)
+	}
+}
+
+// pacer sends audio no faster than real time beyond a lead: the first
+// frames go at once (the device starts playing with a small buffer), then
+// one per frame duration. The device queues at most 40 packets and drops
+// the rest.
+type pacer struct {
+	frame     time.Duration
+	lead      time.Duration
+	epoch     time.Time     // of the conversation: timestamps count from it
+	notBefore time.Time     // no audio before this (speakingDelay after tts start)
+	start     time.Time     // when the first frame went
+	sent      time.Duration // audio sent so far
+	base      uint32        // the first frame's timestamp
+	// next, when set, is the conversation's: an answer cut short (audio
+	// goes out ahead of time) is followed by one whose timestamps still
+	// come after its last.
+	next *atomic.Uint32
+}
+
+func newPacer(down protocol.AudioParams, lead time.Duration, notBefore, epoch time.Time) *pacer {
+	return &pacer{frame: time.Duration(down.FrameDuration) * time.Millisecond, lead: lead, notBefore: notBefore, epoch: epoch}
+}
+
+// wait blocks until the next frame may go, and returns the frame's
+// timestamp: when the device plays it, in milliseconds from the start of
+// the conversation, one frame duration after the previous frame's. The
+// firmware built with server echo cancellation hands the timestamp of the
+// frame it is playing back with its microphone's next frame, and ignores
+// a timestamp of 0, so it is never 0 and never repeats within a
+// conversation (docs/protocol.md §7.4).
+func (p *pacer) wait(ctx context.Context) (uint32, error) {
+	now := time.Now()
+	if p.start.IsZero() {
+		p.start = now
+		if p.notBefore.After(now) {
+			p.start = p.notBefore
+		}
+		p.base = uint32(max(1, p.start.Sub(p.epoch).Milliseconds()))
+		if p.next != nil {
+			p.base = max(p.base, p.next.Load())
+		}
+	}
+	ts := p.base + uint32(p.sent.Milliseconds())
+	if p.next != nil {
+		p.next.Store(ts + uint32(p.frame.Milliseconds()))
+	}
+	ahead := p.sent - now.Sub(p.start)
+	p.sent += p.frame
+	wait := ahead - p.lead
+	if now.Before(p.start) { // the first frame waits for the device to be speaking
+		wait = p.start.Sub(now)
+	}
+	if wait <= 0 {
+		return ts, nil
+	}
+	tm := time.NewTimer(wait)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return ts, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// drain waits until the device has played everything sent.
+func (p *pacer) drain(ctx context.Context) {
+	if p.start.IsZero() {
+		return
+	}
+	left := p.sent - time.Since(p.start) + 2*p.frame
+	if left <= 0 {
+		return
+	}
+	tm := time.NewTimer(left)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
 	}
 }
