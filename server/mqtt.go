@@ -85,7 +85,7 @@ func (h *Hub) bindEmbedded(side *mqttSide, log *slog.Logger) error {
 		},
 		OnMessage:    func(id string, p []byte) { side.link.Message(id, p) },
 		OnDisconnect: func(id string, r mqttbroker.Reason) { side.link.Disconnected(id, string(r)) },
-		OnRefused:    func(r mqttbroker.Refusal) { h.mqttRefused(log, r) },
+		OnRefused:    h.mqttRefused(log),
 	})
 	if err != nil {
 		return fmt.Errorf("mqtt-listen: %w", err)
@@ -259,8 +259,18 @@ func (h *Hub) mqttAuth() http.Handler {
 	return mqttremote.AuthHandler(h.mqtt.addrs.brokerSecret, func(ctx context.Context, clientID, username, password, remote string) error {
 		_, err := h.trust.AuthorizeMQTT(ctx, clientID, username, password, remote)
 		if err != nil {
-			h.mqttRefused(h.log.With("component", "mqtt"), mqttbroker.Refusal{ClientID: clientID, Username: username, Remote: remote, Reason: hub.ErrorMessage(err)})
+			h.mqttRefused(h.log.With("component", "mqtt"))(mqttbroker.Refusal{ClientID: clientID, Username: username, Remote: remote, Reason: hub.ErrorMessage(err)})
 		}
 		return err
 	}, h.log.With("component", "mqtt"))
+}
+
+// mqttRefused reports refused MQTT clients (mqttbroker.Reporter), each
+// counted in the handshake metrics.
+func (h *Hub) mqttRefused(log *slog.Logger) func(mqttbroker.Refusal) {
+	report := mqttbroker.Reporter{Reports: h.refusals, Devices: h.Registry, Log: log}.Report
+	return func(r mqttbroker.Refusal) {
+		h.Metrics.Handshake("mqtt_refused")
+		report(r)
+	}
 }
