@@ -96,6 +96,9 @@ func (s *Service) pruneLocked(ctx context.Context, sweep bool) (int, error) {
 	if reg == nil || !ok {
 		return 0, nil
 	}
+	if !sweep && reg.UnusedCount() <= s.opts.MaxUnusedDevices {
+		return 0, nil // nothing expires now, and the count is within bounds
+	}
 	now := s.opts.Now()
 	cutoff := now.Add(-s.opts.UnusedDeviceExpiry)
 	unused := reg.Unused() // the one seen longest ago first

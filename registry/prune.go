@@ -53,6 +53,20 @@ func (r *Registry) Unused() []hub.Device {
 	return out
 }
 
+// UnusedCount is len(Unused()) without copying or sorting: what the path
+// of a new device checks before it looks further.
+func (r *Registry) UnusedCount() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	n := 0
+	for _, e := range r.devices {
+		if unusedLocked(e) {
+			n++
+		}
+	}
+	return n
+}
+
 // ForgetUnused removes the device and its records if it still holds
 // nothing worth keeping (see Unused) and has no history in the store. It
 // reports whether it did. Unlike DeleteDevice it runs no OnDelete hooks:
