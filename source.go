@@ -8,10 +8,7 @@ import "net"
 // one host has a whole /64. Behind trusted-proxies, remote is already the
 // client's address.
 func SourceKey(remote string) string {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
+	host := Host(remote)
 	ip := net.ParseIP(host)
 	if ip == nil {
 		return host
@@ -20,4 +17,13 @@ func SourceKey(remote string) string {
 		return ip4.String()
 	}
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// Host is the host of remote (host:port), or remote itself when it has no
+// port: the address a person is shown, without a port that tells nothing.
+func Host(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
 }

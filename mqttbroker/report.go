@@ -2,7 +2,6 @@ package mqttbroker
 
 import (
 	"log/slog"
-	"net"
 	"strconv"
 	"time"
 
@@ -51,11 +50,7 @@ func (p Reporter) Report(r Refusal) {
 	p.Log.Warn("MQTT refused", "device", r.DeviceID, "username", user, "clientId", client,
 		"remote", r.Remote, "reason", reason, "unreportedBefore", skipped)
 	if id != "" {
-		host, _, err := net.SplitHostPort(r.Remote)
-		if err != nil {
-			host = r.Remote
-		}
-		data := map[string]string{"where": "mqtt", "reason": reason, "clientId": client, "remoteAddr": host}
+		data := map[string]string{"where": "mqtt", "reason": reason, "clientId": client, "remoteAddr": hub.Host(r.Remote)}
 		if skipped > 0 {
 			data["unreportedBefore"] = strconv.Itoa(skipped)
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -152,7 +151,7 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := hub.OAuthClient{ID: newID("xzh_client_"), Name: name, RedirectURIs: m.RedirectURIs, AuthMethod: m.AuthMethod,
-		Registered: s.now().UTC(), Address: host(r.RemoteAddr)}
+		Registered: s.now().UTC(), Address: hub.Host(r.RemoteAddr)}
 	var secret string
 	if c.AuthMethod != "none" {
 		var h [32]byte
@@ -291,7 +290,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	req := &request{ID: newID("xzh_req_"), ClientID: c.ID, RedirectURI: redirect, State: state,
-		Challenge: q.Get("code_challenge"), Resource: resource, Created: now, Address: host(r.RemoteAddr), key: addressKey(r.RemoteAddr)}
+		Challenge: q.Get("code_challenge"), Resource: resource, Created: now, Address: hub.Host(r.RemoteAddr), key: addressKey(r.RemoteAddr)}
 	s.mu.Lock()
 	s.expire(now)
 	wait, full := s.makeRoom(req.key, now)
@@ -576,7 +575,7 @@ func (s *Service) refreshGrant(w http.ResponseWriter, r *http.Request, c *hub.OA
 func (s *Service) replayed(w http.ResponseWriter, r *http.Request, g *hub.OAuthGrant) {
 	s.unindex(g)
 	s.mu.Unlock()
-	s.log.Warn("a replaced OAuth refresh token was presented again: its grant is revoked", "client", g.ClientID, "grant", g.ID, "from", host(r.RemoteAddr))
+	s.log.Warn("a replaced OAuth refresh token was presented again: its grant is revoked", "client", g.ClientID, "grant", g.ID, "from", hub.Host(r.RemoteAddr))
 	if err := s.store.DeleteOAuthGrant(r.Context(), g.ID); err != nil {
 		s.log.Error("could not forget a revoked OAuth grant", "client", g.ClientID, "err", err)
 	}
@@ -664,14 +663,6 @@ func page(w http.ResponseWriter, status int, title, msg string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "%s\n\n%s\n", title, msg)
-}
-
-func host(addr string) string {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	return h
 }
 
 func strconvQuote(s string) string {

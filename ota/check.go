@@ -155,10 +155,7 @@ func (s *Service) readCheck(w http.ResponseWriter, r *http.Request) (checkInfo, 
 	if err != nil {
 		return checkInfo{}, err
 	}
-	c := checkInfo{deviceID: id.DeviceID, clientID: id.ClientID, remote: r.RemoteAddr, at: s.opts.Now()}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		c.remote = host // the device's address; its port tells a person nothing
-	}
+	c := checkInfo{deviceID: id.DeviceID, clientID: id.ClientID, remote: hub.Host(r.RemoteAddr), at: s.opts.Now()}
 	if c.activationVersion, err = activationVersion(r); err != nil {
 		return c, err
 	}

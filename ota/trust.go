@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -103,10 +102,7 @@ func remoteHost(r *http.Request) string {
 	if r == nil {
 		return ""
 	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
+	return hub.Host(r.RemoteAddr)
 }
 
 // Revoke makes every token issued to the device so far invalid. With

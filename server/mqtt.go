@@ -77,7 +77,7 @@ func (h *Hub) bindEmbedded(side *mqttSide, log *slog.Logger) error {
 		Authenticate: func(clientID, username, password, remote string) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			id, err := h.trust.AuthorizeMQTT(ctx, clientID, username, password, hostOf(remote)) // set before startMQTT
+			id, err := h.trust.AuthorizeMQTT(ctx, clientID, username, password, hub.Host(remote)) // set before startMQTT
 			return id.DeviceID, err
 		},
 		OnConnect: func(c mqttbroker.Client) { // the login was checked at CONNECT
@@ -245,13 +245,6 @@ func (m *mqttSide) register(mm *metrics.Metrics) {
 			"dropped_address": u.DroppedAddr, "dropped_flags": u.DroppedFlags, "dropped_old_sequence": u.DroppedOld,
 			"dropped_queue_full": u.DroppedQueue, "dropped_too_long": u.DroppedLong, "dropped_sequence_jump": u.DroppedJump}
 	})
-}
-
-func hostOf(addr string) string {
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		return host
-	}
-	return addr
 }
 
 // mqttAuth is the external broker's authenticator (POST /mqtt/auth).
