@@ -113,7 +113,9 @@ func TestTalkAgainRightAfterTTSStop(t *testing.T) {
 		recs.mu.Lock()
 		n := len(recs.all)
 		recs.mu.Unlock()
-		if n == 2 {
+		// The turn record may come just before the second tts stop is
+		// written: wait for both.
+		if n == 2 && strings.HasSuffix(s, "tts stop") {
 			// Each turn whole, the second after the first's tts stop.
 			first, second, found := strings.Cut(s, "tts stop | ")
 			if !found || !strings.HasPrefix(first, "stt 打开客厅的灯") || !strings.HasPrefix(second, "stt 打开客厅的灯") || !strings.HasSuffix(second, "tts stop") {
