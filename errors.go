@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. Each maps to one HTTP status at the API boundary.
@@ -16,6 +17,7 @@ const (
 	ETIMEOUT      = "timeout"             // 504
 	EBUSY         = "device_busy"         // 503: too many requests already wait for the device
 	EUNAUTHORIZED = "unauthorized"        // 401
+	EFORBIDDEN    = "forbidden"           // 403: known, but not allowed to do this
 	ECONFLICT     = "conflict"            // 409
 	EINTERNAL     = "internal"            // 500
 	ETOOMANY      = "too_many_requests"   // 429: slow down (Retry-After says when)
@@ -27,6 +29,9 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error // optional cause, for errors.Is/As
+	// RetryAfter, for ETOOMANY, is when trying again may succeed (HTTP
+	// surfaces send it as Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -69,4 +74,13 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// RetryAfter returns the RetryAfter of the first *Error in err's chain.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }

@@ -31,6 +31,9 @@ type Device struct {
 	// Voice is the speech synthesis voice of the device's answers ("": the
 	// hub's tts-voice).
 	Voice string `json:"voice,omitempty"`
+	// Home is the id of the home the device belongs to ("": none yet; only
+	// the admin sees it). See Principal for who sees what.
+	Home string `json:"home,omitempty"`
 
 	// Reported by the device.
 	Board           string          `json:"board,omitempty"`    // serverInfo.name from initialize
@@ -66,6 +69,9 @@ type DevicePatch struct {
 	Room    *string   `json:"room,omitempty"`
 	Aliases *[]string `json:"aliases,omitempty"`
 	Voice   *string   `json:"voice,omitempty"`
+	// Home moves the device to another home. Never decoded from a request
+	// body: only the admin (or binding by activation code) sets it.
+	Home *string `json:"-"`
 }
 
 // Tool is one MCP tool a device offers, as the device described it.
@@ -103,11 +109,19 @@ type CallResult struct {
 
 // CallRecord is one entry of the bounded history of calls made to devices.
 type CallRecord struct {
-	ID         int64     `json:"id"`
-	DeviceID   string    `json:"deviceId"`
-	Kind       string    `json:"kind"` // "mcp" or "iot"
-	Tool       string    `json:"tool"` // tool name, or "Thing.Method[, …]" for IoT
-	Caller     string    `json:"caller"`
+	ID       int64  `json:"id"`
+	DeviceID string `json:"deviceId"`
+	Kind     string `json:"kind"` // "mcp" or "iot"
+	Tool     string `json:"tool"` // tool name, or "Thing.Method[, …]" for IoT
+	Caller   string `json:"caller"`
+	// By says who caused the call (Principal.Actor): "alice", "alice (token
+	// backup-script)", "Claude (OAuth) for alice", "agent for alice", "voice
+	// of aa:bb:…", "admin"; "" in records made before people existed.
+	By string `json:"by,omitempty"`
+	// User is the person on whose behalf the call was made ("" for the
+	// admin, a device's voice, or records made before people existed):
+	// what a guest's view of the history is filtered by.
+	User       string    `json:"user,omitempty"`
 	Arguments  string    `json:"arguments"` // truncated JSON
 	Result     string    `json:"result"`    // truncated JSON or error message
 	Outcome    string    `json:"outcome"`   // an Outcome* constant

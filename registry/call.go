@@ -46,7 +46,16 @@ type CallRequest struct {
 // Otherwise the device's answer is returned, or ETIMEOUT, EDEVICE (the
 // device answered with an error) or EGONE (it disconnected mid-call).
 // Every call is recorded.
+//
+// When ctx carries a principal (hub.WithPrincipal), a device it does not
+// see is ENOTFOUND, exactly as an unknown one, and not recorded; a tool
+// its role may not run is EFORBIDDEN (Principal.MayCall). The record says
+// who asked (By, User).
 func (r *Registry) CallTool(ctx context.Context, req CallRequest) (hub.CallResult, error) {
+	p := hub.PrincipalFrom(ctx)
+	if !r.sees(p, req.DeviceID) {
+		return hub.CallResult{}, notFound(req.DeviceID)
+	}
 	start := r.opts.Now()
 	res, err := r.callTool(ctx, req)
 	outcome := hub.OutcomeOK
@@ -64,6 +73,7 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) (hub.CallResul
 		Arguments: summarize(req.Arguments), Outcome: outcome, Started: start,
 		DurationMs: float64(elapsed.Microseconds()) / 1000,
 	}
+	by(&rec, p)
 	if err != nil {
 		rec.Result = hub.ErrorMessage(err)
 	} else {
@@ -89,11 +99,16 @@ func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResul
 		return hub.CallResult{}, notFound(req.DeviceID)
 	}
 	tool, known := e.tools.lookup(req.Tool)
-	link, transport := e.link, e.dev.Transport
+	link, transport, home := e.link, e.dev.Transport, e.dev.Home
 	r.mu.RUnlock()
 	if !known {
 		return hub.CallResult{}, &hub.Error{Code: hub.ENOTFOUND, Err: ErrUnknownTool,
 			Message: fmt.Sprintf("device %q has no tool %q", req.DeviceID, req.Tool)}
+	}
+	if p := hub.PrincipalFrom(ctx); p != nil {
+		if err := p.MayCall(req.DeviceID, home, req.Tool, tool.UserOnly); err != nil {
+			return hub.CallResult{}, err
+		}
 	}
 	// The call's time includes checking its arguments.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -140,7 +155,13 @@ func jsonKind(v []byte) string {
 // and sends them. Legacy devices never acknowledge commands: success means
 // the commands were written to the connection; the state cache changes when
 // the device reports its new state.
+//
+// A principal in ctx is applied as for CallTool, to each command's method.
 func (r *Registry) SendIoTCommands(ctx context.Context, deviceID string, cmds []hub.IoTCommand, caller string) error {
+	p := hub.PrincipalFrom(ctx)
+	if !r.sees(p, deviceID) {
+		return notFound(deviceID)
+	}
 	start := r.opts.Now()
 	err := r.sendIoT(ctx, deviceID, cmds)
 	outcome := hub.OutcomeSent
@@ -160,6 +181,7 @@ func (r *Registry) SendIoTCommands(ctx context.Context, deviceID string, cmds []
 		Arguments: summarize(args), Outcome: outcome, Started: start,
 		DurationMs: float64(elapsed.Microseconds()) / 1000,
 	}
+	by(&rec, p)
 	if err != nil {
 		rec.Result = hub.ErrorMessage(err)
 	}
@@ -175,10 +197,17 @@ func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTC
 		return notFound(deviceID)
 	}
 	err := iot.ValidateCommands(e.things, cmds)
-	link, transport := e.link, e.dev.Transport
+	link, transport, home := e.link, e.dev.Transport, e.dev.Home
 	r.mu.RUnlock()
 	if err != nil {
 		return err
+	}
+	if p := hub.PrincipalFrom(ctx); p != nil {
+		for _, c := range cmds {
+			if err := p.MayCall(deviceID, home, c.Name+"."+c.Method, false); err != nil {
+				return err
+			}
+		}
 	}
 	if link == nil {
 		return offline(deviceID, transport)
@@ -248,3 +277,22 @@ func outcomeOf(err error) string {
 
 // summarize truncates JSON for the call history.
 func summarize(b []byte) string { return hub.Truncate(b, 512) }
+
+// sees reports whether p (nil: the hub itself) sees device id; an unknown
+// device is left to the call's own not-found answer.
+func (r *Registry) sees(p *hub.Principal, id string) bool {
+	if p == nil || p.Admin {
+		return true
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.devices[id]
+	return !ok || p.Sees(e.dev.Home)
+}
+
+// by records in rec who asked.
+func by(rec *hub.CallRecord, p *hub.Principal) {
+	if p != nil {
+		rec.By, rec.User = p.Actor(), p.User
+	}
+}

@@ -23,7 +23,7 @@ import (
 func unusedLocked(e *entry) bool {
 	d := &e.dev
 	return e.link == nil && e.tools == nil && len(e.things) == 0 &&
-		d.Name == "" && d.Room == "" && len(d.Aliases) == 0 && d.Voice == ""
+		d.Name == "" && d.Room == "" && len(d.Aliases) == 0 && d.Voice == "" && d.Home == ""
 }
 
 // lastSeen is when the device was last heard of.

@@ -349,6 +349,9 @@ func applyPatch(d *hub.Device, p hub.DevicePatch) {
 	if p.Voice != nil {
 		d.Voice = strings.TrimSpace(*p.Voice)
 	}
+	if p.Home != nil {
+		d.Home = *p.Home
+	}
 }
 
 // OnDelete registers f to run at the start of every DeleteDevice (for

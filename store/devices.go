@@ -25,9 +25,9 @@ func (s *Store) SaveDevice(ctx context.Context, d hub.Device) error {
 	}
 	err = s.write(ctx, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO devices (id, client_id, name, room, aliases, board, firmware,
-			protocol_version, features, mcp, system_info, first_seen, last_seen, voice)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET client_id = excluded.client_id, name = excluded.name, voice = excluded.voice,
+			protocol_version, features, mcp, system_info, first_seen, last_seen, voice, home)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET client_id = excluded.client_id, name = excluded.name, voice = excluded.voice, home = excluded.home,
 			room = excluded.room, aliases = excluded.aliases, board = excluded.board,
 			firmware = excluded.firmware, protocol_version = excluded.protocol_version,
 			features = excluded.features, mcp = excluded.mcp, system_info = excluded.system_info,
@@ -60,7 +60,7 @@ func deviceArgs(d hub.Device) ([]any, error) {
 		return nil, fmt.Errorf("last seen: %w", err)
 	}
 	return []any{d.ID, d.ClientID, d.Name, d.Room, string(aliases), d.Board, d.Firmware,
-		d.ProtocolVersion, rawArg(d.Features), d.MCP, rawArg(d.SystemInfo), first, last, d.Voice}, nil
+		d.ProtocolVersion, rawArg(d.Features), d.MCP, rawArg(d.SystemInfo), first, last, d.Voice, d.Home}, nil
 }
 
 // DeleteDevice removes a device with its tool list pointer, things, calls and

@@ -70,7 +70,7 @@ func loadToolSets(ctx context.Context, tx *sql.Tx) (map[string][]hub.Tool, error
 
 func loadDevices(ctx context.Context, tx *sql.Tx, sets map[string][]hub.Tool) ([]hub.Snapshot, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, client_id, name, room, aliases, board, firmware,
-		protocol_version, features, mcp, system_info, first_seen, last_seen, tools_hash, tools_saved, voice
+		protocol_version, features, mcp, system_info, first_seen, last_seen, tools_hash, tools_saved, voice, home
 		FROM devices ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("devices: %w", err)
@@ -83,7 +83,7 @@ func loadDevices(ctx context.Context, tx *sql.Tx, sets map[string][]hub.Tool) ([
 		var features, sysInfo, hash sql.NullString
 		var first, last, saved sql.NullInt64
 		if err := rows.Scan(&d.ID, &d.ClientID, &d.Name, &d.Room, &aliases, &d.Board, &d.Firmware,
-			&d.ProtocolVersion, &features, &d.MCP, &sysInfo, &first, &last, &hash, &saved, &d.Voice); err != nil {
+			&d.ProtocolVersion, &features, &d.MCP, &sysInfo, &first, &last, &hash, &saved, &d.Voice, &d.Home); err != nil {
 			return nil, fmt.Errorf("devices: %w", err)
 		}
 		if err := json.Unmarshal(aliases, &d.Aliases); err != nil {

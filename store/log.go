@@ -52,7 +52,7 @@ func (s *Store) AddCalls(ctx context.Context, cs []hub.CallRecord) error {
 // statement per row costs about twice as much), and returns the last id.
 func insertCalls(w *wtx, cs []hub.CallRecord) (int64, error) {
 	last, err := execCalls(w, insertCallsSQL, cs, func(c hub.CallRecord, started any) []any {
-		return []any{idArg(c.ID), c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs}
+		return []any{idArg(c.ID), c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs, c.By, c.User}
 	})
 	for _, c := range cs { // ids given by the registry may come out of order
 		last = max(last, c.ID)
@@ -64,7 +64,7 @@ func insertCalls(w *wtx, cs []hub.CallRecord) (int64, error) {
 // record's columns given by row; it returns the largest rowid reported.
 func execCalls(w *wtx, stmts map[int]string, cs []hub.CallRecord, row func(c hub.CallRecord, started any) []any) (int64, error) {
 	var last int64
-	args := make([]any, 0, 11*min(len(cs), rowsPerInsert))
+	args := make([]any, 0, 13*min(len(cs), rowsPerInsert))
 	for len(cs) > 0 {
 		n := rowsIn(len(cs))
 		args = args[:0]
@@ -116,7 +116,7 @@ func multiInsert(head string, cols int) map[int]string {
 
 var (
 	insertCallsSQL = multiInsert(`INSERT INTO calls (id, device_id, kind, tool, caller, arguments, result,
-		outcome, started, duration_ms)`, 10)
+		outcome, started, duration_ms, by_actor, by_user)`, 12)
 	insertEventsSQL = multiInsert(`INSERT INTO events (type, device_id, time, data, node)`, 5)
 )
 
@@ -125,7 +125,7 @@ func insertCall(w *wtx, c hub.CallRecord) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, err := w.exec(insertCallsSQL[1], idArg(c.ID), c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs)
+	res, err := w.exec(insertCallsSQL[1], idArg(c.ID), c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs, c.By, c.User)
 	if err != nil {
 		return 0, err
 	}
@@ -164,7 +164,7 @@ func prune(w *wtx, query string, newest int64, keep int) error {
 // Calls returns call records newest first, for one device if f.DeviceID is
 // set; at most f.Limit (default 100, at most 1000).
 func (s *Store) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error) {
-	return s.listCalls(ctx, `SELECT '', id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms FROM calls`, "id", f)
+	return s.listCalls(ctx, `SELECT '', id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms, by_actor, by_user FROM calls`, "id", f)
 }
 
 // listCalls runs a query of calls (with its node first) for f, newest
@@ -187,7 +187,7 @@ func (s *Store) listCalls(ctx context.Context, q, order string, f hub.CallFilter
 		var c hub.CallRecord
 		var started sql.NullInt64
 		if err := rows.Scan(&c.Node, &c.ID, &c.DeviceID, &c.Kind, &c.Tool, &c.Caller, &c.Arguments,
-			&c.Result, &c.Outcome, &started, &c.DurationMs); err != nil {
+			&c.Result, &c.Outcome, &started, &c.DurationMs, &c.By, &c.User); err != nil {
 			return nil, fmt.Errorf("list calls: %w", err)
 		}
 		c.Started = timeCol(started)

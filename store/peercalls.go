@@ -12,7 +12,7 @@ import (
 // record delivered twice is kept once), and keeps the newest MaxCalls.
 
 var insertPeerCallsSQL = multiInsert(`INSERT OR IGNORE INTO peer_calls (node, id, device_id, kind, tool, caller, arguments, result,
-	outcome, started, duration_ms)`, 11)
+	outcome, started, duration_ms, by_actor, by_user)`, 13)
 
 // splitCalls separates this node's records from other nodes'.
 func splitCalls(cs []hub.CallRecord) (own, peers []hub.CallRecord) {
@@ -28,7 +28,7 @@ func splitCalls(cs []hub.CallRecord) (own, peers []hub.CallRecord) {
 
 func (s *Store) insertPeerCalls(w *wtx, cs []hub.CallRecord) error {
 	_, err := execCalls(w, insertPeerCallsSQL, cs, func(c hub.CallRecord, started any) []any {
-		return []any{c.Node, c.ID, c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs}
+		return []any{c.Node, c.ID, c.DeviceID, c.Kind, c.Tool, c.Caller, c.Arguments, c.Result, c.Outcome, started, c.DurationMs, c.By, c.User}
 	})
 	if err != nil {
 		return fmt.Errorf("another node's call: %w", err)
@@ -44,5 +44,5 @@ func (s *Store) insertPeerCalls(w *wtx, cs []hub.CallRecord) error {
 // PeerCalls returns other nodes' call records, newest first, selected as
 // Calls selects this node's.
 func (s *Store) PeerCalls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, error) {
-	return s.listCalls(ctx, `SELECT node, id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms FROM peer_calls`, "started", f)
+	return s.listCalls(ctx, `SELECT node, id, device_id, kind, tool, caller, arguments, result, outcome, started, duration_ms, by_actor, by_user FROM peer_calls`, "started", f)
 }

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/xiaozhi-hub/hub"
 )
@@ -22,7 +24,7 @@ import (
 // Status returns the HTTP status for an error code (hub.ErrorCode):
 // ENOTFOUND 404, EINVALID 422, EBADREQUEST 400, EOFFLINE and ECONFLICT 409,
 // EDEVICE and EGONE 502, ETIMEOUT 504, EBUSY and EUNAVAILABLE 503,
-// EUNAUTHORIZED 401, ETOOMANY 429, anything else 500.
+// EUNAUTHORIZED 401, EFORBIDDEN 403, ETOOMANY 429, anything else 500.
 func Status(code string) int {
 	switch code {
 	case hub.ENOTFOUND:
@@ -41,6 +43,8 @@ func Status(code string) int {
 		return http.StatusServiceUnavailable
 	case hub.EUNAUTHORIZED:
 		return http.StatusUnauthorized
+	case hub.EFORBIDDEN:
+		return http.StatusForbidden
 	case hub.ETOOMANY:
 		return http.StatusTooManyRequests
 	default:
@@ -80,6 +84,9 @@ func Public(log *slog.Logger, err error) (code, msg string) {
 // (see Public for what is shown).
 func Write(w http.ResponseWriter, log *slog.Logger, err error) {
 	code, msg := Public(log, err)
+	if wait := hub.RetryAfter(err); wait > 0 && code == hub.ETOOMANY {
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+	}
 	WriteStatus(w, Status(code), code, msg)
 }
 
