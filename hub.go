@@ -157,6 +157,9 @@ type Event struct {
 	Data     any       `json:"data,omitempty"`
 	// Node is the hub node that recorded the event, in a cluster.
 	Node string `json:"node,omitempty"`
+	// By says who caused it, when a person or program did
+	// (Principal.Actor); "" for what devices and the hub do themselves.
+	By string `json:"by,omitempty"`
 }
 
 // Event types.

@@ -91,6 +91,9 @@ type Options struct {
 	// Cluster, if set, tells GET /api/cluster about this node's cluster;
 	// nil: a hub alone.
 	Cluster func() ClusterInfo
+	// Accounts, if set, admits users' tokens beside the admin token, each
+	// request acting as its user (hub.Principal).
+	Accounts Accounts
 }
 
 // Server is the HTTP API over a Registry. Mount it with Register.
@@ -101,6 +104,7 @@ type Server struct {
 	mcp       http.Handler
 	oauth     OAuth
 	cluster   func() ClusterInfo
+	accounts  Accounts
 	token     string
 	metrics   *metrics.Metrics
 	log       *slog.Logger
@@ -137,6 +141,7 @@ func New(opts Options) *Server {
 		mcp:       opts.MCP,
 		oauth:     opts.OAuth,
 		cluster:   opts.Cluster,
+		accounts:  opts.Accounts,
 		token:     opts.Token,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
@@ -178,7 +183,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 		handle(api, rt)
 	}
 	api.HandleFunc("/api/", s.noRoute)
-	mux.Handle("/api/", RequireToken(s.token, api))
+	mux.Handle("/api/", s.requirePrincipal(api))
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.requireMCPToken(s.mcp))
 	}

@@ -262,7 +262,7 @@ func (h *Hub) routes() *http.ServeMux {
 	api.New(api.Options{
 		Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready,
 		MaxStreams: h.cfg.SSEMaxStreams, StreamWriteTimeout: h.cfg.SSEWriteTimeout,
-		Trust: h.trust, Agent: h.agent, MCP: h.mcp, OAuth: authAPI, Cluster: h.clusterInfo(),
+		Trust: h.trust, Agent: h.agent, MCP: h.mcp, OAuth: authAPI, Cluster: h.clusterInfo(), Accounts: h.accounts,
 	}).Register(mux)
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.Handle("GET /device", dashboard.DeviceHandler())

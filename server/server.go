@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/xiaozhi-hub/hub/accounts"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/internal/datadir"
@@ -40,6 +41,7 @@ type Hub struct {
 	Metrics  *metrics.Metrics
 	trust    *ota.Service
 	oauth    *oauth.Service // nil with mcp-oauth off
+	accounts *accounts.Service
 	agent    *agent.Agent
 	mcp      *mcpserver.Server
 	closeMCP func() // once: ending the HTTP server and closing the MCP server both need it
@@ -87,6 +89,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		h.newRegistry,  // starts nothing until loadRegistry
 		h.bindMQTT,     // before openTrust: the OTA answer tells devices the broker's port (mqtt.go)
 		h.openTrust,    // the device-auth policy (OTA), OAuth for /mcp
+		h.openAccounts, // users, homes and their tokens (accounts.go)
 		h.loadRegistry, // and the cluster's watch of the shared state
 		func(context.Context) error { return h.openServices(vopts) }, // agent, /mcp, voice, device endpoint
 		h.wireMQTT,  // the MQTT devices' sessions on the device endpoint

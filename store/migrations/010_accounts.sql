@@ -31,3 +31,8 @@ ALTER TABLE calls ADD COLUMN by_actor TEXT NOT NULL DEFAULT '';
 ALTER TABLE calls ADD COLUMN by_user TEXT NOT NULL DEFAULT '';
 ALTER TABLE peer_calls ADD COLUMN by_actor TEXT NOT NULL DEFAULT '';
 ALTER TABLE peer_calls ADD COLUMN by_user TEXT NOT NULL DEFAULT '';
+-- The user an OAuth client acts for (the person who approved it); '' for
+-- grants approved by the admin before people existed.
+ALTER TABLE oauth_grants ADD COLUMN user TEXT NOT NULL DEFAULT '';
+-- Who caused an event (a person's change, a call): Principal.Actor.
+ALTER TABLE events ADD COLUMN by_actor TEXT NOT NULL DEFAULT '';
