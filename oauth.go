@@ -29,8 +29,8 @@ type OAuthGrant struct {
 	RefreshExpires time.Time
 	// User is the person who approved the client, whom it acts for ("":
 	// approved with the admin token, before people existed).
-	User string
-	LastUsed       time.Time // the last /mcp request with its access token (written at most every few minutes)
+	User     string
+	LastUsed time.Time // the last /mcp request with its access token (written at most every few minutes)
 	// Rotated are the SHA-256 hashes of the refresh tokens this grant
 	// issued before its current one, newest last (a bounded number): one
 	// presented again means the grant's tokens leaked, and the grant ends.
