@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xiaozhi-hub/hub/config"
 	"github.com/xiaozhi-hub/hub/server"
 )
 
@@ -66,7 +67,7 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 // --help prints every setting with its default and environment variable.
 func TestPrintSettingsShowsDefaults(t *testing.T) {
 	var b strings.Builder
-	server.PrintSettings(&b)
+	config.Print(&b)
 	out := b.String()
 	for _, w := range []string{"--listen VALUE", "default: :8000; env XZ_HUB_LISTEN", "--call-timeout DURATION", "default: 30s",
 		"--mcp-direct-limit N", "default: 8", "env XZ_HUB_AGENT_MODEL", "--config FILE"} {
