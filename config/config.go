@@ -117,7 +117,7 @@ type Config struct {
 	SSEWriteTimeout   time.Duration `yaml:"sse-write-timeout" help:"drop a client of an event stream or /mcp stream that has not taken a write for this long"`
 
 	// MemoryLimit is applied by the process's owner with memlimit.Run,
-	// not by Open: the limit is process-wide.
+	// not by server.Open: the limit is process-wide.
 	MemoryLimit string `yaml:"memory-limit" help:"soft memory limit for the Go runtime: auto (follows what the hub holds: 2x while busy, 1.2x once settled, at least 32MiB), off, or a size such as 512MiB (GOMEMLIMIT wins over auto)"`
 }
 

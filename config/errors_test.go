@@ -1,4 +1,4 @@
-package server_test
+package config_test
 
 import (
 	"os"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/xiaozhi-hub/hub/config"
-	"github.com/xiaozhi-hub/hub/server"
 )
 
 // A mistake in the config file or a flag is told in the words of the
@@ -45,7 +44,7 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 			}
 			args = []string{"--config", file}
 		}
-		_, err := server.LoadConfig(args, noEnv)
+		_, err := config.Load(args, noEnv)
 		if err == nil {
 			t.Errorf("%q %v: no error", tc.file, tc.args)
 			continue
@@ -56,7 +55,7 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 				t.Errorf("%q %v: error %q does not say %q", tc.file, tc.args, msg, w)
 			}
 		}
-		for _, goish := range []string{"server.Config", "time.Duration", "!!str", "unmarshal", "not defined"} {
+		for _, goish := range []string{"server.Config", "config.Config", "time.Duration", "!!str", "unmarshal", "not defined"} {
 			if strings.Contains(msg, goish) {
 				t.Errorf("%q %v: error %q speaks Go (%s)", tc.file, tc.args, msg, goish)
 			}
