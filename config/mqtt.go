@@ -13,12 +13,12 @@ import (
 // MQTT is the MQTT+UDP settings, resolved: where to listen and what to
 // tell devices.
 type MQTT struct {
-	Listen, UDPListen string // UDPListen "": mqtt-listen's host and bound port
-	PublicHost        string // "": derived per device (OTA request, MQTT connection)
-	PublicPort        int    // 0: mqtt-listen's port once bound
-	UDPHost           string // "": the address the device's MQTT connection reached
-	UDPPort           int    // 0: udp-listen's port once bound
-	TLS               bool
+	Listen, UDPListen string   // UDPListen "": mqtt-listen's host and bound port
+	PublicHost        string   // "": derived per device (OTA request, MQTT connection)
+	PublicPort        int      // 0: mqtt-listen's port once bound
+	UDPHost           string   // "": the address the device's MQTT connection reached
+	UDPPort           int      // 0: udp-listen's port once bound
+	TLS               bool     // devices use TLS (they do exactly on port 8883)
 	TLSCert, TLSKey   string   // files (mqtt-tls-cert, mqtt-tls-key)
 	Broker            *url.URL // mqtt-broker: an external broker instead of the embedded one
 	MaxPending        int      // mqtt-max-pending (0: the broker's default)
