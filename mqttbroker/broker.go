@@ -274,6 +274,13 @@ func (c *Config) defaults() {
 // Addr is the listening address.
 func (b *Broker) Addr() string { return b.ln.Address() }
 
+// Port is the port the broker listens on (the one bound, for port 0).
+func (b *Broker) Port() int {
+	_, p, _ := net.SplitHostPort(b.Addr())
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
 // Run serves until ctx ends, then disconnects every device (OnDisconnect
 // with ReasonShutdown) and waits for the connections' goroutines.
 func (b *Broker) Run(ctx context.Context) error {

@@ -2,14 +2,11 @@ package server
 
 import (
 	"context"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/api"
 	"github.com/xiaozhi-hub/hub/cluster"
+	"github.com/xiaozhi-hub/hub/internal/datadir"
 	"github.com/xiaozhi-hub/hub/metrics"
 )
 
@@ -21,15 +18,15 @@ func (h *Hub) joinCluster(ctx context.Context) error {
 	if cfg.ClusterNATS == "" {
 		return nil
 	}
-	name := cfg.clusterNode()
-	o := cluster.JoinOptions{Node: cluster.Options{Name: name, Replicas: cfg.clusterReplicas(), ChatTTL: agent.DefaultSessionTTL, Logger: h.log.With("component", "cluster")}}
+	name := cfg.NodeName()
+	o := cluster.JoinOptions{Node: cluster.Options{Name: name, Replicas: cfg.JetStreamReplicas(), ChatTTL: agent.DefaultSessionTTL, Logger: h.log.With("component", "cluster")}}
 	if cfg.ClusterNATS == "embedded" {
 		o.Embedded = &cluster.EmbeddedOptions{
-			Name: name, StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: cfg.ClusterListen, Peers: cfg.ClusterPeers, Secret: cfg.ClusterSecret,
+			Name: name, StoreDir: h.lock.Path(datadir.NATSDir), Listen: cfg.ClusterListen, Peers: cfg.ClusterPeers, Secret: cfg.ClusterSecret,
 			ClientListen: cfg.ClusterNATSListen, Logger: h.log.With("component", "nats"),
 		}
 	} else {
-		o.URLs = strings.Split(cfg.ClusterNATS, ",")
+		o.URLs = cfg.NATSURLs()
 	}
 	c, err := cluster.Join(ctx, o)
 	if err != nil {
@@ -80,30 +77,6 @@ func (h *Hub) clusterInfo() func() api.ClusterInfo {
 	return func() api.ClusterInfo {
 		return api.ClusterInfo{Node: c.Node.Name(), Nodes: c.Node.AliveNodes(), NATS: c.Status(), HistoryUnshared: c.Node.Unshared()}
 	}
-}
-
-// clusterNode is the node's name: cluster-node, or the host name and
-// the port the hub listens on.
-func (c Config) clusterNode() string {
-	if c.ClusterNode != "" {
-		return c.ClusterNode
-	}
-	host, _ := os.Hostname()
-	_, port, err := net.SplitHostPort(c.Listen)
-	if err != nil {
-		port = c.Listen
-	}
-	return host + "-" + port
-}
-
-func (c Config) clusterReplicas() int {
-	if c.ClusterReplicas > 0 {
-		return c.ClusterReplicas
-	}
-	if c.ClusterNATS == "embedded" && len(c.ClusterPeers) >= 2 {
-		return 3
-	}
-	return 1
 }
 
 // Crash stops the hub as a killed process would, for the cluster's

@@ -2,16 +2,15 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/config"
 	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/mqttbroker"
 	"github.com/xiaozhi-hub/hub/mqttlink"
@@ -26,7 +25,7 @@ import (
 // and the link that turns their devices into sessions of the device
 // endpoint. Devices on it stay online while idle.
 type mqttSide struct {
-	addrs  mqttAddrs
+	addrs  config.MQTT
 	broker *mqttbroker.Broker // the embedded broker, or nil
 	router *mqttremote.Router // the external broker's, or nil
 	shared bool               // the external broker is shared by the nodes of a cluster
@@ -41,14 +40,14 @@ type mqttSide struct {
 // the hub once the OTA service (told the broker's port by offer) and the
 // device endpoint exist, and startMQTT serves them.
 func (h *Hub) bindMQTT(context.Context) error {
-	a, on, _ := h.cfg.mqttSettings() // checked by Validate
+	a, on, _ := h.cfg.MQTT() // checked by Validate
 	if !on {
 		return nil
 	}
 	side := &mqttSide{addrs: a}
 	log := h.log.With("component", "mqtt")
 	var err error
-	if a.broker != nil {
+	if a.Broker != nil {
 		err = h.bindRemote(side, log)
 	} else {
 		err = h.bindEmbedded(side, log)
@@ -64,16 +63,12 @@ func (h *Hub) bindMQTT(context.Context) error {
 // bindEmbedded binds the embedded broker and the UDP socket.
 func (h *Hub) bindEmbedded(side *mqttSide, log *slog.Logger) error {
 	a := side.addrs
-	var tlsCfg *tls.Config
-	if a.tls {
-		cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKeyPEM)
-		if err != nil {
-			return fmt.Errorf("mqtt-tls-cert/mqtt-tls-key: %w", err)
-		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tlsCfg, err := a.TLSConfig()
+	if err != nil {
+		return err
 	}
 	b, err := mqttbroker.New(mqttbroker.Config{
-		Addr: a.listen, TLS: tlsCfg, MaxPending: a.maxPending, MaxPendingPerAddress: a.pendingPerAddr,
+		Addr: a.Listen, TLS: tlsCfg, MaxPending: a.MaxPending, MaxPendingPerAddress: a.PendingPerAddr,
 		Authenticate: func(clientID, username, password, remote string) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -91,9 +86,9 @@ func (h *Hub) bindEmbedded(side *mqttSide, log *slog.Logger) error {
 		return fmt.Errorf("mqtt-listen: %w", err)
 	}
 	side.broker = b
-	udpListen := a.udpListen
+	udpListen := a.UDPListen
 	if udpListen == "" { // mqtt-listen's host and port, over UDP
-		host, _, _ := net.SplitHostPort(a.listen)
+		host, _, _ := net.SplitHostPort(a.Listen)
 		_, port, _ := net.SplitHostPort(b.Addr())
 		udpListen = net.JoinHostPort(host, port)
 	}
@@ -114,25 +109,24 @@ func (h *Hub) bindRemote(side *mqttSide, log *slog.Logger) error {
 		nodes, side.shared = c.Node, true
 		clientID += "-" + c.Node.Name()
 	}
-	r, err := mqttremote.NewRouter(mqttremote.Config{URL: a.broker, Logger: log, ClientID: clientID}, nodes)
+	r, err := mqttremote.NewRouter(mqttremote.Config{URL: a.Broker, Logger: log, ClientID: clientID}, nodes)
 	if err != nil {
 		return err
 	}
 	side.router = r
-	if side.audio, err = udpaudio.Listen(a.udpListen, udpaudio.Config{Logger: log, MaxSessionsPerAddr: h.cfg.UDPSessionsPerAddress}); err != nil {
-		return fmt.Errorf("udp-listen %s: %w", a.udpListen, err)
+	if side.audio, err = udpaudio.Listen(a.UDPListen, udpaudio.Config{Logger: log, MaxSessionsPerAddr: h.cfg.UDPSessionsPerAddress}); err != nil {
+		return fmt.Errorf("udp-listen %s: %w", a.UDPListen, err)
 	}
 	return nil
 }
 
 // offer is what the OTA answer tells devices about the broker.
 func (m *mqttSide) offer() *ota.MQTT {
-	port := m.addrs.publicPort
+	port := m.addrs.PublicPort
 	if port == 0 {
-		_, p, _ := net.SplitHostPort(m.broker.Addr())
-		port, _ = strconv.Atoi(p)
+		port = m.broker.Port()
 	}
-	return &ota.MQTT{Host: m.addrs.publicHost, Port: port}
+	return &ota.MQTT{Host: m.addrs.PublicHost, Port: port}
 }
 
 // wireMQTT makes the link that serves the transport's devices as sessions
@@ -143,8 +137,8 @@ func (h *Hub) wireMQTT(context.Context) error {
 		return nil
 	}
 	a := m.addrs
-	udpPort := a.udpPort
-	if a.udpHost == "" || udpPort == 0 {
+	udpPort := a.UDPPort
+	if a.UDPHost == "" || udpPort == 0 {
 		udpPort = int(m.audio.Addr().Port())
 	}
 	var bus mqttlink.Bus = m.broker
@@ -153,7 +147,7 @@ func (h *Hub) wireMQTT(context.Context) error {
 	}
 	var err error
 	m.link, err = mqttlink.New(mqttlink.Options{
-		Bus: bus, Sessions: h.devices, Audio: m.audio, UDPHost: a.udpHost, UDPPort: udpPort,
+		Bus: bus, Sessions: h.devices, Audio: m.audio, UDPHost: a.UDPHost, UDPPort: udpPort,
 		Logger: h.log.With("component", "mqtt"),
 	})
 	if err != nil {
@@ -249,7 +243,7 @@ func (m *mqttSide) register(mm *metrics.Metrics) {
 
 // mqttAuth is the external broker's authenticator (POST /mqtt/auth).
 func (h *Hub) mqttAuth() http.Handler {
-	return mqttremote.AuthHandler(h.mqtt.addrs.brokerSecret, func(ctx context.Context, clientID, username, password, remote string) error {
+	return mqttremote.AuthHandler(h.mqtt.addrs.BrokerSecret, func(ctx context.Context, clientID, username, password, remote string) error {
 		_, err := h.trust.AuthorizeMQTT(ctx, clientID, username, password, remote)
 		if err != nil {
 			h.mqttRefused(h.log.With("component", "mqtt"))(mqttbroker.Refusal{ClientID: clientID, Username: username, Remote: remote, Reason: hub.ErrorMessage(err)})

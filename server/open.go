@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -17,11 +16,11 @@ import (
 	"github.com/xiaozhi-hub/hub/dashboard"
 	"github.com/xiaozhi-hub/hub/internal/datadir"
 	"github.com/xiaozhi-hub/hub/internal/httpx"
-	"github.com/xiaozhi-hub/hub/mcpclient"
 	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/oauth"
 	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/secretfile"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/store"
 	"github.com/xiaozhi-hub/hub/voice"
@@ -38,10 +37,10 @@ func (h *Hub) openStore(ctx context.Context) error {
 	}
 	h.lock = lock
 	h.closers.pushf(lock.Release) // after the store: the next hub may open it at once
-	if h.Token, err = adminToken(h.cfg, h.log); err != nil {
+	if h.Token, err = secretfile.AdminToken(h.cfg.APIToken, lock.Path(datadir.TokenFile), h.log); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, filepath.Join(h.cfg.DataDir, "hub.db"), store.Options{MaxCalls: h.cfg.MaxCalls})
+	st, err := store.Open(ctx, lock.Path(datadir.StoreFile), store.Options{MaxCalls: h.cfg.MaxCalls})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -85,7 +84,7 @@ func (h *Hub) openTrust(ctx context.Context) error {
 	}
 	var err error
 	h.trust, err = ota.New(ctx, ota.Options{
-		Store: trustStore, Registry: h.Registry, SecretPath: filepath.Join(cfg.DataDir, deviceSecretFile),
+		Store: trustStore, Registry: h.Registry, SecretPath: h.lock.Path(datadir.DeviceSecretFile),
 		ShareSecret: shareSecret, Peers: peers,
 		Policy: cfg.DeviceAuth, DeviceTokens: cfg.DeviceTokens, PublicURL: cfg.PublicURL,
 		WSVersion: cfg.WSProtocolVersion, CodeTTL: cfg.ActivationExpiry, FirmwareDir: cfg.FirmwareDir,
@@ -170,13 +169,9 @@ func (h *Hub) openServices(vopts voice.Options) error {
 	vopts.LanguageOf = h.trust.Language
 	h.voice = voice.New(vopts)
 	h.closers.pushf(h.voice.Close) // after the sessions: they close their conversations
-	var vision *mcpclient.Vision
-	if cfg.VisionURL != "" {
-		vision = &mcpclient.Vision{URL: cfg.VisionURL, Token: cfg.VisionToken}
-	}
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: h.trust.Authorize, Logger: h.log.With("component", "device"),
-		Metrics: m, Vision: vision, OriginPatterns: cfg.DeviceOrigins, Version: Version,
+		Metrics: m, Vision: cfg.Vision(), OriginPatterns: cfg.DeviceOrigins, Version: Version,
 		Voice: voiceConversations{h.voice}, Refusals: h.refusals,
 	})
 	h.closers.pushf(h.devices.Close)

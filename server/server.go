@@ -5,7 +5,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"github.com/xiaozhi-hub/hub/accounts"
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/cluster"
+	"github.com/xiaozhi-hub/hub/config"
 	"github.com/xiaozhi-hub/hub/internal/datadir"
 	"github.com/xiaozhi-hub/hub/internal/refusals"
 	"github.com/xiaozhi-hub/hub/mcpserver"
@@ -69,13 +69,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if len(cfg.DeviceTokens) == 0 {
-		// In-process devices (--demo) present this token; it exists only
-		// in this process, so they work under every policy (and over MQTT,
-		// whose logins need a token even under open).
-		cfg.DeviceTokens = []string{inProcessToken()}
-	}
-	h := &Hub{cfg: cfg, log: log, Metrics: metrics.New(), refusals: &refusals.Reports{}}
+	h := &Hub{cfg: cfg.WithInProcessToken(), log: log, Metrics: metrics.New(), refusals: &refusals.Reports{}}
 	// Each step pushes the closers of what it starts; a failed step, and
 	// Close, run them in reverse. The steps are thus the shutdown order
 	// read backwards: HTTP ends first; MQTT devices go offline with the
@@ -109,6 +103,19 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 
 // Config is the configuration the hub runs with.
 func (h *Hub) Config() Config { return h.cfg }
+
+// Startup is what the hub tells an operator once it listens: where the
+// dashboard is, and which outside services it will use.
+type Startup struct {
+	Dashboard string // URL of the dashboard on this machine
+	LLM       string // "anthropic claude-…" or "not configured (…)"
+	Speech    string // speech recognition and synthesis providers
+}
+
+// Startup describes the running hub for the startup log.
+func (h *Hub) Startup() Startup {
+	return Startup{Dashboard: h.URL() + "/", LLM: config.LLMSummary(h.agent.Config(), h.agent.Ready()), Speech: h.cfg.SpeechSummary()}
+}
 
 // Addr is the address the hub listens on.
 func (h *Hub) Addr() net.Addr { return h.ln.Addr() }
@@ -171,9 +178,3 @@ func (h *Hub) Run(ctx context.Context) error {
 // Close stops serving and releases everything, in the reverse order of
 // Open's steps. Safe to call after Run, and more than once.
 func (h *Hub) Close() error { return h.closers.unwind() }
-
-// deviceSecretFile is the file, in the data directory, of the secret that
-// signs device tokens. Deleting it invalidates every token issued.
-const deviceSecretFile = "device-secret"
-
-func inProcessToken() string { return "in-process-" + rand.Text() }

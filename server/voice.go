@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"github.com/xiaozhi-hub/hub/agent"
-	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/session"
-	"github.com/xiaozhi-hub/hub/tts"
 	"github.com/xiaozhi-hub/hub/vad"
 	"github.com/xiaozhi-hub/hub/voice"
 )
@@ -37,11 +35,7 @@ func (b agentBrain) Answer(ctx context.Context, t voice.Turn, onText func(string
 // the settings name (none when they name none); Validate has checked the
 // settings.
 func voiceOptions(cfg Config) (voice.Options, error) {
-	rec, err := asr.New(cfg.asrSettings())
-	if err != nil {
-		return voice.Options{}, err
-	}
-	syn, err := tts.New(cfg.ttsSettings())
+	rec, syn, err := cfg.Speech()
 	if err != nil {
 		return voice.Options{}, err
 	}

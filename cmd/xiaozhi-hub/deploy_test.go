@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xiaozhi-hub/hub/config"
 	"github.com/xiaozhi-hub/hub/server"
 	"gopkg.in/yaml.v3"
 )
@@ -55,7 +56,7 @@ func checkEnv(t *testing.T, where string, env map[string]string) {
 
 func settingEnvNames() []string {
 	var b bytes.Buffer
-	server.PrintSettings(&b)
+	config.Print(&b)
 	return regexp.MustCompile(`env (XZ_HUB_[A-Z0-9_]+)`).FindAllString(b.String(), -1)
 }
 

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/xiaozhi-hub/hub/config"
 	"github.com/xiaozhi-hub/hub/demo"
 	"github.com/xiaozhi-hub/hub/internal/memlimit"
 	"github.com/xiaozhi-hub/hub/server"
@@ -77,7 +78,7 @@ Settings of serve (flag, environment variable, or key in the --config file):
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, commandsUsage)
-	server.PrintSettings(w)
+	config.Print(w)
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {

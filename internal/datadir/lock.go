@@ -1,7 +1,8 @@
 // Package datadir is a running hub's hold on its data directory: an
 // exclusive lock that a second hub on the same directory runs into, with
-// the holder's pid and listen address in the lock file for its message.
-// Two hubs on one database would each serve their own cache and diverge.
+// the holder's pid and listen address in the lock file for its message,
+// and the names of the files the hub keeps there. Two hubs on one database
+// would each serve their own cache and diverge.
 package datadir
 
 import (
@@ -17,10 +18,19 @@ import (
 // exclusive lock on. It names the hub's pid and listen address.
 const LockFile = "hub.lock"
 
+// The other files a hub keeps in its data directory.
+const (
+	StoreFile        = "hub.db"        // the SQLite database
+	TokenFile        = "api-token"     // the admin API token, unless api-token is set
+	DeviceSecretFile = "device-secret" // signs device tokens: deleting it invalidates every token issued
+	NATSDir          = "nats"          // the embedded NATS node's JetStream store (cluster-nats embedded)
+)
+
 // Lock is the running hub's hold on its data directory.
 type Lock struct {
 	f   *os.File
 	pid int
+	dir string
 }
 
 // Acquire creates the data directory (mode 0700) if it is missing and
@@ -51,13 +61,16 @@ func Acquire(dir string) (*Lock, error) {
 		return nil, hub.Errorf(hub.ECONFLICT,
 			"data directory %s is in use by another xiaozhi-hub (%s): stop that hub, or give this one another --data-dir", dir, owner)
 	}
-	l := &Lock{f: f, pid: os.Getpid()}
+	l := &Lock{f: f, pid: os.Getpid(), dir: dir}
 	if err := l.Describe(""); err != nil {
 		l.Release()
 		return nil, err
 	}
 	return l, nil
 }
+
+// Path is the path of name (StoreFile, …) in the data directory.
+func (l *Lock) Path(name string) string { return filepath.Join(l.dir, name) }
 
 // Describe writes the hub's pid and listen address into the lock file, for
 // the message of a second hub.

@@ -1,6 +1,7 @@
-package server
+package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -9,24 +10,24 @@ import (
 	"strings"
 )
 
-// mqttAddrs are the MQTT+UDP settings, resolved: where to listen and what
-// to tell devices.
-type mqttAddrs struct {
-	listen, udpListen  string // udpListen "": mqtt-listen's host and bound port
-	publicHost         string // "": derived per device (OTA request, MQTT connection)
-	publicPort         int    // 0: mqtt-listen's port once bound
-	udpHost            string // "": the address the device's MQTT connection reached
-	udpPort            int    // 0: udp-listen's port once bound
-	tls                bool
-	tlsCert, tlsKeyPEM string
-	broker             *url.URL // mqtt-broker: an external broker instead of the embedded one
-	maxPending         int      // mqtt-max-pending (0: the broker's default)
-	pendingPerAddr     int      // mqtt-pending-per-address (0: the broker's default)
-	brokerSecret       string
+// MQTT is the MQTT+UDP settings, resolved: where to listen and what to
+// tell devices.
+type MQTT struct {
+	Listen, UDPListen string   // UDPListen "": mqtt-listen's host and bound port
+	PublicHost        string   // "": derived per device (OTA request, MQTT connection)
+	PublicPort        int      // 0: mqtt-listen's port once bound
+	UDPHost           string   // "": the address the device's MQTT connection reached
+	UDPPort           int      // 0: udp-listen's port once bound
+	TLS               bool     // devices use TLS (they do exactly on port 8883)
+	TLSCert, TLSKey   string   // files (mqtt-tls-cert, mqtt-tls-key)
+	Broker            *url.URL // mqtt-broker: an external broker instead of the embedded one
+	MaxPending        int      // mqtt-max-pending (0: the broker's default)
+	PendingPerAddr    int      // mqtt-pending-per-address (0: the broker's default)
+	BrokerSecret      string   // mqtt-broker-secret
 }
 
-// mqttSettings resolves the MQTT settings; ok is false when MQTT is off.
-func (c Config) mqttSettings() (a mqttAddrs, ok bool, err error) {
+// MQTT resolves the MQTT settings; ok is false when MQTT is off.
+func (c Config) MQTT() (a MQTT, ok bool, err error) {
 	if c.MQTTBroker != "" {
 		return c.externalBroker()
 	}
@@ -39,42 +40,42 @@ func (c Config) mqttSettings() (a mqttAddrs, ok bool, err error) {
 		}
 		return a, false, nil
 	}
-	a.listen = c.MQTTListen
+	a.Listen = c.MQTTListen
 	if c.MQTTMaxPending < 0 || c.MQTTPendingPerAddress < 0 {
 		return a, true, errors.New("mqtt-max-pending and mqtt-pending-per-address: must be at least 1")
 	}
-	a.maxPending, a.pendingPerAddr = c.MQTTMaxPending, c.MQTTPendingPerAddress
+	a.MaxPending, a.PendingPerAddr = c.MQTTMaxPending, c.MQTTPendingPerAddress
 	_, port, err := splitPort("mqtt-listen", c.MQTTListen, true)
 	if err != nil {
 		return a, true, err
 	}
-	a.udpListen = c.UDPListen
-	if a.udpListen != "" {
-		if _, a.udpPort, err = splitPort("udp-listen", a.udpListen, true); err != nil {
+	a.UDPListen = c.UDPListen
+	if a.UDPListen != "" {
+		if _, a.UDPPort, err = splitPort("udp-listen", a.UDPListen, true); err != nil {
 			return a, true, err
 		}
 	}
-	a.publicPort = port
+	a.PublicPort = port
 	if c.MQTTPublic != "" {
-		if a.publicHost, a.publicPort, err = publicHostPort("mqtt-public", c.MQTTPublic); err != nil {
+		if a.PublicHost, a.PublicPort, err = publicHostPort("mqtt-public", c.MQTTPublic); err != nil {
 			return a, true, err
 		}
 	}
 	if c.UDPPublic != "" {
-		if a.udpHost, a.udpPort, err = publicHostPort("udp-public", c.UDPPublic); err != nil {
+		if a.UDPHost, a.UDPPort, err = publicHostPort("udp-public", c.UDPPublic); err != nil {
 			return a, true, err
 		}
 	}
-	a.tls = c.MQTTTLSCert != ""
-	a.tlsCert, a.tlsKeyPEM = c.MQTTTLSCert, c.MQTTTLSKey
-	if a.tls != (c.MQTTTLSKey != "") {
+	a.TLS = c.MQTTTLSCert != ""
+	a.TLSCert, a.TLSKey = c.MQTTTLSCert, c.MQTTTLSKey
+	if a.TLS != (c.MQTTTLSKey != "") {
 		return a, true, errors.New("mqtt-tls-cert and mqtt-tls-key go together")
 	}
 	// The firmware (esp-ml307) uses TLS exactly when the port is 8883.
-	if a.tls && a.publicPort != 8883 {
-		return a, true, fmt.Errorf("mqtt-tls-cert: devices use TLS only on port 8883, but they are told port %d (mqtt-public or mqtt-listen)", a.publicPort)
+	if a.TLS && a.PublicPort != 8883 {
+		return a, true, fmt.Errorf("mqtt-tls-cert: devices use TLS only on port 8883, but they are told port %d (mqtt-public or mqtt-listen)", a.PublicPort)
 	}
-	if !a.tls && a.publicPort == 8883 {
+	if !a.TLS && a.PublicPort == 8883 {
 		return a, true, errors.New("mqtt-listen/mqtt-public: devices use TLS on port 8883; set mqtt-tls-cert and mqtt-tls-key, or use another port such as 1883")
 	}
 	return a, true, nil
@@ -82,7 +83,7 @@ func (c Config) mqttSettings() (a mqttAddrs, ok bool, err error) {
 
 func (c Config) validateMQTT() []error {
 	var errs []error
-	if _, _, err := c.mqttSettings(); err != nil {
+	if _, _, err := c.MQTT(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.UDPSessionsPerAddress < 0 || c.UDPSessionsPerAddress > maxUDPSessions {
@@ -121,7 +122,7 @@ func publicHostPort(key, addr string) (string, int, error) {
 // externalBroker resolves the settings of an external broker (EMQX): the
 // hub cannot learn the broker's or its own public addresses from it, so
 // mqtt-public and udp-public are required.
-func (c Config) externalBroker() (a mqttAddrs, ok bool, err error) {
+func (c Config) externalBroker() (a MQTT, ok bool, err error) {
 	u, err := url.Parse(c.MQTTBroker)
 	if err != nil || u.Host == "" || (u.Scheme != "mqtt" && u.Scheme != "tls") {
 		return a, true, fmt.Errorf("mqtt-broker: %q must be mqtt://user:password@host:1883 or tls://…", c.MQTTBroker)
@@ -135,17 +136,30 @@ func (c Config) externalBroker() (a mqttAddrs, ok bool, err error) {
 	if c.MQTTPublic == "" || c.UDPPublic == "" {
 		return a, true, errors.New("mqtt-broker needs mqtt-public (the broker's host:port as devices dial it) and udp-public (this hub's UDP audio address)")
 	}
-	a.broker, a.brokerSecret = u, c.MQTTBrokerSecret
-	if a.publicHost, a.publicPort, err = publicHostPort("mqtt-public", c.MQTTPublic); err != nil {
+	a.Broker, a.BrokerSecret = u, c.MQTTBrokerSecret
+	if a.PublicHost, a.PublicPort, err = publicHostPort("mqtt-public", c.MQTTPublic); err != nil {
 		return a, true, err
 	}
-	if a.udpHost, a.udpPort, err = publicHostPort("udp-public", c.UDPPublic); err != nil {
+	if a.UDPHost, a.UDPPort, err = publicHostPort("udp-public", c.UDPPublic); err != nil {
 		return a, true, err
 	}
-	a.udpListen = c.UDPListen
-	if a.udpListen == "" {
-		a.udpListen = ":" + strconv.Itoa(a.udpPort)
+	a.UDPListen = c.UDPListen
+	if a.UDPListen == "" {
+		a.UDPListen = ":" + strconv.Itoa(a.UDPPort)
 	}
-	a.tls = a.publicPort == 8883
+	a.TLS = a.PublicPort == 8883
 	return a, true, nil
+}
+
+// TLSConfig loads mqtt-tls-cert and mqtt-tls-key for the embedded broker;
+// nil without TLS.
+func (a MQTT) TLSConfig() (*tls.Config, error) {
+	if !a.TLS {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(a.TLSCert, a.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt-tls-cert/mqtt-tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

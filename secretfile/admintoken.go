@@ -1,29 +1,24 @@
-package server
+package secretfile
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-
-	"github.com/xiaozhi-hub/hub/secretfile"
 )
 
-// TokenFile is the admin token's file name inside the data directory.
-const TokenFile = "api-token"
-
-// adminToken returns the configured token, or the one kept in the data
-// directory, generating it (mode 0600, printed once) on first start.
-func adminToken(cfg Config, log *slog.Logger) (string, error) {
-	if cfg.APIToken != "" {
-		if len(cfg.APIToken) < 16 {
+// AdminToken returns the hub's admin API token: configured (the api-token
+// setting) when it is set, or the one kept at path, generated (mode 0600,
+// printed once on stderr) on first start. Either must have at least 16
+// characters.
+func AdminToken(configured, path string, log *slog.Logger) (string, error) {
+	if configured != "" {
+		if len(configured) < 16 {
 			return "", errors.New("api-token: use at least 16 characters")
 		}
-		return cfg.APIToken, nil
+		return configured, nil
 	}
-	path := filepath.Join(cfg.DataDir, TokenFile)
-	tok, created, err := secretfile.Load(path, 24, log)
+	tok, created, err := Load(path, 24, log)
 	if err != nil {
 		return "", fmt.Errorf("api token file: %w", err)
 	}

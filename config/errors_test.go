@@ -1,4 +1,4 @@
-package server_test
+package config_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/config"
 )
 
 // A mistake in the config file or a flag is told in the words of the
@@ -44,7 +44,7 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 			}
 			args = []string{"--config", file}
 		}
-		_, err := server.LoadConfig(args, noEnv)
+		_, err := config.Load(args, noEnv)
 		if err == nil {
 			t.Errorf("%q %v: no error", tc.file, tc.args)
 			continue
@@ -55,7 +55,7 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 				t.Errorf("%q %v: error %q does not say %q", tc.file, tc.args, msg, w)
 			}
 		}
-		for _, goish := range []string{"server.Config", "time.Duration", "!!str", "unmarshal", "not defined"} {
+		for _, goish := range []string{"server.Config", "config.Config", "time.Duration", "!!str", "unmarshal", "not defined"} {
 			if strings.Contains(msg, goish) {
 				t.Errorf("%q %v: error %q speaks Go (%s)", tc.file, tc.args, msg, goish)
 			}
@@ -66,7 +66,7 @@ func TestConfigErrorsSpeakSettings(t *testing.T) {
 // --help prints every setting with its default and environment variable.
 func TestPrintSettingsShowsDefaults(t *testing.T) {
 	var b strings.Builder
-	server.PrintSettings(&b)
+	config.Print(&b)
 	out := b.String()
 	for _, w := range []string{"--listen VALUE", "default: :8000; env XZ_HUB_LISTEN", "--call-timeout DURATION", "default: 30s",
 		"--mcp-direct-limit N", "default: 8", "env XZ_HUB_AGENT_MODEL", "--config FILE"} {

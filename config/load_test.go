@@ -1,4 +1,4 @@
-package server_test
+package config_test
 
 import (
 	"os"
@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub/agent"
-	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/config"
 )
 
 func TestConfigLayers(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "hub.yaml")
 	os.WriteFile(file, []byte("listen: 127.0.0.1:9000\ncall-timeout: 45s\ndevice-auth: token\ndevice-tokens: [a, b]\n"), 0o600)
 	env := map[string]string{"XZ_HUB_CONFIG": file, "XZ_HUB_LISTEN": "127.0.0.1:9100", "XZ_HUB_MAX_CALLS": "50"}
-	cfg, err := server.LoadConfig([]string{"--listen", "127.0.0.1:9200"}, func(k string) string { return env[k] })
+	cfg, err := config.Load([]string{"--listen", "127.0.0.1:9200"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestConfigLayers(t *testing.T) {
 	if cfg.CallTimeout != 45*time.Second || cfg.MaxCalls != 50 || cfg.DeviceAuth != "token" || len(cfg.DeviceTokens) != 2 {
 		t.Errorf("cfg = %+v", cfg)
 	}
-	if cfg, _ := server.LoadConfig([]string{"--demo"}, func(string) string { return "" }); cfg.Demo != 4 {
+	if cfg, _ := config.Load([]string{"--demo"}, func(string) string { return "" }); cfg.Demo != 4 {
 		t.Errorf("--demo alone = %d devices, want 4", cfg.Demo)
 	}
 }
@@ -60,12 +60,12 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--tts-provider", "dashscope"}, "tts-provider dashscope needs tts-api-key (or DASHSCOPE_API_KEY)"},
 		{[]string{"--tts-sample-rate", "96000"}, "tts-sample-rate: 96000 is outside 8000..48000"},
 	} {
-		_, err := server.LoadConfig(tc.args, noEnv)
+		_, err := config.Load(tc.args, noEnv)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: want an error naming %q, got %v", tc.args, tc.want, err)
 		}
 	}
-	_, err := server.LoadConfig(nil, func(k string) string {
+	_, err := config.Load(nil, func(k string) string {
 		if k == "XZ_HUB_MAX_CALLS" {
 			return "lots"
 		}
@@ -82,10 +82,10 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 func TestConfigAgentSection(t *testing.T) {
 	dir := t.TempDir()
 	noEnv := func(string) string { return "" }
-	load := func(yaml string) (server.Config, error) {
+	load := func(yaml string) (config.Config, error) {
 		file := filepath.Join(dir, "hub.yaml")
 		os.WriteFile(file, []byte(yaml), 0o600)
-		return server.LoadConfig([]string{"--config", file}, noEnv)
+		return config.Load([]string{"--config", file}, noEnv)
 	}
 	cfg, err := load("agent:\n  provider: openai\n  model: qwen2.5\n  api-key: k\n  base-url: http://localhost:11434/v1\n")
 	if err != nil {
@@ -108,19 +108,19 @@ func TestConfigAgentSection(t *testing.T) {
 	}
 }
 
-// LoadConfig, not Open, reads the LLM environment variables: the file and
+// Load, not server.Open, reads the LLM environment variables: the file and
 // flags win, the environment fills what they leave empty.
 func TestConfigAgentFromEnvironment(t *testing.T) {
 	env := map[string]string{"ANTHROPIC_AUTH_TOKEN": "tok", "ANTHROPIC_BASE_URL": "http://proxy", "XZ_AGENT_MODEL": "claude-x", "OPENAI_API_KEY": "o"}
 	getenv := func(k string) string { return env[k] }
-	cfg, err := server.LoadConfig(nil, getenv)
+	cfg, err := config.Load(nil, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.AgentProvider != "anthropic" || cfg.AgentAuthToken != "tok" || cfg.AgentBaseURL != "http://proxy" || cfg.AgentModel != "claude-x" || cfg.AgentAPIKey != "" {
 		t.Errorf("from the environment: %+v", cfg)
 	}
-	cfg, err = server.LoadConfig([]string{"--agent-provider", "openai", "--agent-model", "gpt-x"}, getenv)
+	cfg, err = config.Load([]string{"--agent-provider", "openai", "--agent-model", "gpt-x"}, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,27 +135,12 @@ func TestConfigSpeechKeysFromEnvironment(t *testing.T) {
 	env := func(k string) string {
 		return map[string]string{"OPENAI_API_KEY": "sk-openai", "DASHSCOPE_API_KEY": "sk-ds"}[k]
 	}
-	c, err := server.LoadConfig([]string{"--asr-provider", "openai", "--tts-provider", "dashscope"}, env)
+	c, err := config.Load([]string{"--asr-provider", "openai", "--tts-provider", "dashscope"}, env)
 	if err != nil || c.ASRAPIKey != "sk-openai" || c.TTSAPIKey != "sk-ds" {
 		t.Fatalf("keys %q %q, %v", c.ASRAPIKey, c.TTSAPIKey, err)
 	}
-	c, err = server.LoadConfig([]string{"--asr-provider", "dashscope", "--tts-provider", "openai", "--tts-base-url", "http://kokoro:8880/v1"}, env)
+	c, err = config.Load([]string{"--asr-provider", "dashscope", "--tts-provider", "openai", "--tts-base-url", "http://kokoro:8880/v1"}, env)
 	if err != nil || c.ASRAPIKey != "sk-ds" || c.TTSAPIKey != "" {
 		t.Fatalf("keys %q %q (OpenAI's key is not sent to another server), %v", c.ASRAPIKey, c.TTSAPIKey, err)
-	}
-}
-
-// The startup line names the model and the address each speech provider
-// will really use, its defaults included (not an empty model, nor OpenAI's
-// address for DashScope).
-func TestStartupNamesTheSpeechProvidersDefaults(t *testing.T) {
-	h := startHub(t, "", func(c *server.Config) {
-		c.ASRProvider, c.ASRAPIKey = "openai", "sk-test"
-		c.TTSProvider, c.TTSAPIKey = "dashscope", "sk-test"
-	})
-	got := h.Startup().Speech
-	want := "recognition openai whisper-1 at https://api.openai.com/v1; synthesis dashscope cosyvoice-v2 at wss://dashscope.aliyuncs.com/api-ws/v1/inference"
-	if got != want {
-		t.Errorf("startup speech line:\n got %s\nwant %s", got, want)
 	}
 }
