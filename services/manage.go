@@ -42,6 +42,9 @@ func (m *Manager) CreateService(ctx context.Context, name, home, base string) (h
 	if err := CheckName(name); err != nil {
 		return hub.ServiceView{}, err
 	}
+	if home != "" && (m.opts.HomeExists == nil || !m.opts.HomeExists(home)) {
+		return hub.ServiceView{}, hub.Errorf(hub.ENOTFOUND, "home %q is not known to the hub (GET /api/homes lists them)", home)
+	}
 	token, hash := newToken()
 	svc := hub.Service{Name: name, Kind: hub.ServiceEndpoint, Home: home, TokenHash: hash[:], Created: time.Now().UTC()}
 	m.mu.Lock()

@@ -14,6 +14,7 @@ package services
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,7 +36,7 @@ type Store interface {
 
 // Recorder writes a call into the hub's call history
 // (registry.Registry.RecordCall).
-type Recorder func(ctx context.Context, rec hub.CallRecord, args []byte, res hub.CallResult, err error)
+type Recorder func(ctx context.Context, rec hub.CallRecord, args json.RawMessage, res hub.CallResult, err error)
 
 // Options configures a Manager.
 type Options struct {
@@ -69,6 +70,9 @@ type Options struct {
 	PingInterval time.Duration
 	// Version is sent as the hub's clientInfo.version.
 	Version string
+	// HomeExists says whether a home id is known (accounts.Service.Exists),
+	// for services made for a home; nil: only the hub's own ("").
+	HomeExists func(id string) bool
 }
 
 // Manager holds every service. Its methods are safe for concurrent use.
