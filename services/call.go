@@ -77,7 +77,7 @@ func (m *Manager) call(ctx context.Context, p *hub.Principal, c hub.ServiceCall)
 	if !known {
 		return args, hub.CallResult{}, hub.Errorf(hub.ENOTFOUND, "service %q has no tool %q (GET /api/services lists its tools)", c.Service, c.Tool)
 	}
-	if err := mayCall(p, home, tool); err != nil {
+	if err := mayCall(p, c.Service, home, tool); err != nil {
 		return args, hub.CallResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -104,11 +104,11 @@ func (m *Manager) call(ctx context.Context, p *hub.Principal, c hub.ServiceCall)
 // mayCall applies the caller's role in the service's home: guests may not
 // run user-only tools nor those that reboot, upgrade, reset or unlock.
 // The hub's own services ("") are everyone's, as for a member.
-func mayCall(p *hub.Principal, home string, t hub.Tool) error {
+func mayCall(p *hub.Principal, service, home string, t hub.Tool) error {
 	if p == nil || home == "" {
 		return nil
 	}
-	return p.MayCall(t.Name, home, t.Name, t.UserOnly)
+	return p.MayCall(CallDeviceID(service), home, t.Name, t.UserOnly)
 }
 
 // asService rewords the MCP client's errors, written for devices, for a
