@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/registry"
@@ -31,9 +30,9 @@ type Services interface {
 // 503 saying so.
 func (s *Server) serviceRoutes() []route {
 	return []route{
-		{"/api/services", []methodHandler{{"GET", s.listServices}, {"POST", s.createService}}},
-		{"/api/services/{name}", []methodHandler{{"GET", s.getService}, {"DELETE", s.deleteService}}},
-		{"/api/services/{name}/tools/{tool}/call", []methodHandler{{"POST", s.callService}}},
+		{"/api/services", []methodHandler{{"GET", s.needServices(s.listServices)}, {"POST", s.needServices(s.createService)}}},
+		{"/api/services/{name}", []methodHandler{{"GET", s.needServices(s.getService)}, {"DELETE", s.needServices(s.deleteService)}}},
+		{"/api/services/{name}/tools/{tool}/call", []methodHandler{{"POST", s.needServices(s.callService)}}},
 	}
 }
 
@@ -53,28 +52,24 @@ func init() {
 	}
 }
 
-func (s *Server) servicesReady() error {
-	if s.services == nil {
-		return hub.Errorf(hub.EUNAVAILABLE, "services are not set up on this hub")
+// needServices answers 503 while the hub has no services (Options.Services).
+func (s *Server) needServices(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.services == nil {
+			s.fail(w, r, hub.Errorf(hub.EUNAVAILABLE, "services are not set up on this hub"))
+			return
+		}
+		h(w, r)
 	}
-	return nil
 }
 
 func (s *Server) listServices(w http.ResponseWriter, r *http.Request) {
-	if err := s.servicesReady(); err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	writeJSON(w, http.StatusOK, struct {
 		Services []hub.ServiceView `json:"services"`
 	}{s.services.Services(principal(r))})
 }
 
 func (s *Server) getService(w http.ResponseWriter, r *http.Request) {
-	if err := s.servicesReady(); err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	v, err := s.services.Service(principal(r), r.PathValue("name"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -90,10 +85,6 @@ var serviceSpec = bodySpec{
 }
 
 func (s *Server) createService(w http.ResponseWriter, r *http.Request) {
-	if err := s.servicesReady(); err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	if !principal(r).Admin {
 		s.fail(w, r, hub.Errorf(hub.EFORBIDDEN, "only the admin creates services"))
 		return
@@ -119,10 +110,6 @@ func (s *Server) createService(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteService(w http.ResponseWriter, r *http.Request) {
-	if err := s.servicesReady(); err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	if err := s.services.DeleteService(r.Context(), r.PathValue("name")); err != nil {
 		s.fail(w, r, err)
 		return
@@ -133,22 +120,10 @@ func (s *Server) deleteService(w http.ResponseWriter, r *http.Request) {
 // callService runs a service's tool: the body and answer of a device tool
 // call (callTool).
 func (s *Server) callService(w http.ResponseWriter, r *http.Request) {
-	if err := s.servicesReady(); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var body callBody
-	raw, err := readBody(w, r, callSpec.limit)
-	if err == nil && !body.decodeFast(raw) {
-		err = decodeBytes(raw, &body, callSpec, true)
-	}
+	body, timeout, err := readCall(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	var timeout time.Duration
-	if body.TimeoutMs != nil {
-		timeout = msTimeout(*body.TimeoutMs)
 	}
 	res, err := s.services.CallService(r.Context(), hub.ServiceCall{
 		Service: r.PathValue("name"), Tool: r.PathValue("tool"), Arguments: body.Arguments, Timeout: timeout, Caller: "api",
