@@ -102,13 +102,25 @@ func (m *Manager) call(ctx context.Context, p *hub.Principal, c hub.ServiceCall)
 }
 
 // mayCall applies the caller's role in the service's home: guests may not
-// run user-only tools nor those that reboot, upgrade, reset or unlock.
-// The hub's own services ("") are everyone's, as for a member.
+// run user-only tools nor those that reboot, upgrade, reset or unlock. The
+// hub's own services ("") are everyone's, with the rights of the caller's
+// best role: a guest in every home it has (or in none) is a guest there.
 func mayCall(p *hub.Principal, service, home string, t hub.Tool) error {
-	if p == nil || home == "" {
+	switch {
+	case p == nil || p.Admin:
 		return nil
+	case home != "":
+		return p.MayCall(CallDeviceID(service), home, t.Name, t.UserOnly)
 	}
-	return p.MayCall(CallDeviceID(service), home, t.Name, t.UserOnly)
+	for _, r := range p.Homes {
+		if r.AtLeast(hub.RoleMember) {
+			return nil
+		}
+	}
+	if t.UserOnly || hub.RestrictedTool(t.Name) {
+		return hub.Errorf(hub.EFORBIDDEN, "a guest may not call %s of service %q: it is for people only, or it reboots, upgrades, resets or unlocks; ask a member or owner of a home", t.Name, service)
+	}
+	return nil
 }
 
 // asService rewords the MCP client's errors, written for devices, for a

@@ -70,7 +70,7 @@ func TestHomeServicesAreTheHomes(t *testing.T) {
 		}
 	}
 	door := online(t, m, "door", "open", "unlock")
-	online(t, m, "calc", "calculator")
+	online(t, m, "calc", "calculator", "reset_memory")
 
 	member := &hub.Principal{User: "alice", Homes: map[string]hub.Role{"h1": hub.RoleMember}}
 	guest := &hub.Principal{User: "gus", Homes: map[string]hub.Role{"h1": hub.RoleGuest}}
@@ -112,6 +112,19 @@ func TestHomeServicesAreTheHomes(t *testing.T) {
 	}
 	if err := call(guest, "unlock"); hub.ErrorCode(err) != hub.EFORBIDDEN {
 		t.Fatalf("a guest unlocking: %v", err)
+	}
+	hubCall := func(p *hub.Principal, tool string) error {
+		_, err := m.CallService(hub.WithPrincipal(context.Background(), p), hub.ServiceCall{Service: "calc", Tool: tool})
+		return err
+	}
+	if err := hubCall(guest, "calculator"); err != nil {
+		t.Fatalf("a guest's call of the hub's service: %v", err)
+	}
+	if err := hubCall(guest, "reset_memory"); hub.ErrorCode(err) != hub.EFORBIDDEN {
+		t.Fatalf("a guest resetting through the hub's service: %v", err)
+	}
+	if err := hubCall(stranger, "reset_memory"); err != nil {
+		t.Fatalf("an owner resetting through the hub's service: %v", err)
 	}
 	if err := m.DeleteService(hub.WithPrincipal(context.Background(), stranger), "door"); hub.ErrorCode(err) != hub.ENOTFOUND {
 		t.Fatalf("a stranger deleting: %v", err)
