@@ -2,7 +2,9 @@ package services_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -101,6 +103,14 @@ func (l testLog) Write(p []byte) (int, error) {
 // and comes back when the pipe runs again; deleting the service closes
 // the connection and its token is refused from then on.
 func TestReferencePipe(t *testing.T) {
+	vendored, err := os.ReadFile(filepath.Join("testdata", "mcp-calculator", "mcp_pipe.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 78/mcp-calculator c537f71's mcp_pipe.py, byte for byte (VENDORED.md).
+	if sum := fmt.Sprintf("%x", sha256.Sum256(vendored)); sum != "31af96a0bd83062251bafe31c22cc01dc02a6b687c5775c5f70e3cf552372df8" {
+		t.Fatalf("mcp_pipe.py is not the vendored upstream file (sha256 %s)", sum)
+	}
 	py := python(t)
 	calc := buildCalculator(t)
 	h, _ := servertest.Start(t, nil)
