@@ -19,6 +19,11 @@ func (h *Hub) openToolServices(ctx context.Context) error {
 		Version: Version, HomeExists: h.accounts.Exists,
 	})
 	h.closers.pushf(h.services.Close) // before the registry closes: calls are recorded through it
+	svc := h.services
+	h.Metrics.Gauge("xiaozhi_hub_services_known", "Services (outside MCP servers: endpoints and mcp-servers) the hub knows, online or not.",
+		func() float64 { n, _ := svc.Counts(); return float64(n) })
+	h.Metrics.Gauge("xiaozhi_hub_services_online", "Services whose program or server is connected now.",
+		func() float64 { _, n := svc.Counts(); return float64(n) })
 	return h.services.Load(ctx)
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -131,6 +132,9 @@ func TestReferencePipe(t *testing.T) {
 	if s.Tools[0].Name != "calculator" || !strings.Contains(string(s.Tools[0].InputSchema), "python_expression") || s.Server != "Calculator 1.0" {
 		t.Fatalf("listed: %+v", s)
 	}
+	if m := metricsText(t, h.URL()); !strings.Contains(m, "xiaozhi_hub_services_online 1\n") || !strings.Contains(m, "xiaozhi_hub_services_known 1\n") {
+		t.Fatalf("metrics do not count the service online")
+	}
 	st, r := call(t, h, "calc", "calculator", map[string]string{"python_expression": "(1+2)*3"})
 	if st != 200 || r.IsError || len(r.Content) != 1 || !strings.Contains(r.Content[0].Text, `"result":9`) {
 		t.Fatalf("call: %d %+v", st, r)
@@ -172,4 +176,15 @@ func TestReferencePipe(t *testing.T) {
 		t.Fatalf("a revoked token: %v %v", err, resp)
 	}
 	stop(p)
+}
+
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -259,6 +259,18 @@ func (m *Manager) Services(p *hub.Principal) []hub.ServiceView {
 	return out
 }
 
+// Counts returns how many services there are and how many are online.
+func (m *Manager) Counts() (known, online int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.entries {
+		if e.link != nil {
+			online++
+		}
+	}
+	return len(m.entries), online
+}
+
 // Service returns one service as p sees it; one p does not see is
 // ENOTFOUND exactly as an unknown one.
 func (m *Manager) Service(p *hub.Principal, name string) (hub.ServiceView, error) {
