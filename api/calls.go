@@ -38,18 +38,10 @@ func (s *Server) callRoutes() []route {
 // not match the tool's inputSchema (the device is not contacted), 404, 409
 // offline, 502 device error or disconnect, 504 timeout.
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
-	var body callBody
-	raw, err := readBody(w, r, callSpec.limit)
-	if err == nil && !body.decodeFast(raw) {
-		err = decodeBytes(raw, &body, callSpec, true)
-	}
+	body, timeout, err := readCall(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	var timeout time.Duration
-	if body.TimeoutMs != nil {
-		timeout = msTimeout(*body.TimeoutMs)
 	}
 	res, err := s.reg.CallTool(r.Context(), registry.CallRequest{
 		DeviceID:  pathID(r),
@@ -71,6 +63,21 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		res.Content = json.RawMessage("[]")
 	}
 	writeCallResult(w, res)
+}
+
+// readCall reads a tool call's body (a device's or a service's) and its
+// timeout as the registry takes it (see msTimeout).
+func readCall(w http.ResponseWriter, r *http.Request) (callBody, time.Duration, error) {
+	var body callBody
+	raw, err := readBody(w, r, callSpec.limit)
+	if err == nil && !body.decodeFast(raw) {
+		err = decodeBytes(raw, &body, callSpec, true)
+	}
+	var timeout time.Duration
+	if body.TimeoutMs != nil {
+		timeout = msTimeout(*body.TimeoutMs)
+	}
+	return body, timeout, err
 }
 
 // msTimeout turns a request's timeoutMs into the registry's Timeout, whose

@@ -31,7 +31,9 @@ func (s *Server) requirePrincipal(next http.Handler) http.Handler {
 			writeError(w, s.log, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(hub.WithPrincipal(r.Context(), p)))
+		inner := r.WithContext(hub.WithPrincipal(r.Context(), p))
+		next.ServeHTTP(w, inner)
+		r.Pattern = inner.Pattern // the route's pattern, for the request metrics (internal/httpx)
 	})
 }
 

@@ -94,6 +94,8 @@ type Options struct {
 	// Accounts, if set, admits users' tokens beside the admin token, each
 	// request acting as its user (hub.Principal).
 	Accounts Accounts
+	// Services serves /api/services (outside MCP tools); nil: 503.
+	Services Services
 }
 
 // Server is the HTTP API over a Registry. Mount it with Register.
@@ -105,6 +107,7 @@ type Server struct {
 	oauth     OAuth
 	cluster   func() ClusterInfo
 	accounts  Accounts
+	services  Services
 	token     string
 	metrics   *metrics.Metrics
 	log       *slog.Logger
@@ -142,6 +145,7 @@ func New(opts Options) *Server {
 		oauth:     opts.OAuth,
 		cluster:   opts.Cluster,
 		accounts:  opts.Accounts,
+		services:  opts.Services,
 		token:     opts.Token,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
@@ -167,7 +171,7 @@ type methodHandler struct {
 // apiRoutes is every /api route: each service's file lists its own.
 func (s *Server) apiRoutes() []route {
 	var all []route
-	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes()} {
+	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes(), s.serviceRoutes()} {
 		all = append(all, rs...)
 	}
 	return append(all, route{"/api/openapi.json", []methodHandler{{"GET", s.serveOpenAPI}}})

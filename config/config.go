@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub/ota"
+	"github.com/xiaozhi-hub/hub/services"
 )
 
 // Config is every setting of the hub. Each field can be set, lowest
@@ -98,6 +99,10 @@ type Config struct {
 	MCPDirectLimit int `yaml:"mcp-direct-limit" help:"online devices up to which /mcp lists device tools directly (above: search_devices, get_device, call_device_tool, send_iot_commands)"`
 	// MCPOAuth turns the hub's OAuth authorization server for /mcp on or off (package oauth).
 	MCPOAuth string `yaml:"mcp-oauth" help:"on: MCP clients (Claude, ChatGPT, MCP Inspector) may register and ask for access to /mcp through OAuth, and a person approves each in the dashboard; off: /mcp takes the admin token only"`
+
+	// MCPServers are the outside MCP servers the hub connects to (package
+	// services; checked by services.CheckServers). Only in the config file.
+	MCPServers []services.ServerConfig `yaml:"mcp-servers" help:"in the config file only: MCP servers whose tools the hub offers beside the devices', a list of {name, url, headers} (Streamable HTTP, e.g. Home Assistant's http://<ha>:8123/api/mcp with headers {Authorization: Bearer <token>}) or {name, command, args} (stdio)"`
 
 	// Several hub nodes acting as one (package cluster; resolved in cluster.go).
 	ClusterNATS       string   `yaml:"cluster-nats" help:"run as one node of a cluster: embedded (a NATS node in this process, joined to cluster-peers) or the URLs of a NATS cluster, e.g. nats://nats-1:4222,nats://nats-2:4222 (empty: a hub alone, no NATS)"`

@@ -9,6 +9,7 @@ import (
 	"github.com/xiaozhi-hub/hub/internal/httpx"
 	"github.com/xiaozhi-hub/hub/internal/memlimit"
 	"github.com/xiaozhi-hub/hub/ota"
+	"github.com/xiaozhi-hub/hub/services"
 )
 
 // Validate checks the settings and says what to fix.
@@ -87,6 +88,9 @@ func (c Config) Validate() error {
 	case "", agent.ProviderAnthropic, agent.ProviderOpenAI:
 	default:
 		errs = append(errs, fmt.Errorf("agent-provider: %q is not one of %s, %s (from the flag, the config file or XZ_AGENT_PROVIDER)", c.AgentProvider, agent.ProviderAnthropic, agent.ProviderOpenAI))
+	}
+	if err := services.CheckServers(c.MCPServers); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -238,6 +238,7 @@ func (h *Hub) shutdownHTTP() error {
 func (h *Hub) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /xiaozhi/v1/", h.devices)
+	h.mountServices(mux)
 	h.trust.Register(mux)
 	if h.mqtt != nil && h.mqtt.router != nil {
 		// The external broker checks device logins here (its own secret, not the admin token).
@@ -257,7 +258,7 @@ func (h *Hub) routes() *http.ServeMux {
 	api.New(api.Options{
 		Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready,
 		MaxStreams: h.cfg.SSEMaxStreams, StreamWriteTimeout: h.cfg.SSEWriteTimeout,
-		Trust: h.trust, Agent: h.agent, MCP: h.mcp, OAuth: authAPI, Cluster: h.clusterInfo(), Accounts: h.accounts,
+		Trust: h.trust, Agent: h.agent, MCP: h.mcp, OAuth: authAPI, Cluster: h.clusterInfo(), Accounts: h.accounts, Services: h.services,
 	}).Register(mux)
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.Handle("GET /device", dashboard.DeviceHandler())

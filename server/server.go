@@ -21,6 +21,7 @@ import (
 	"github.com/xiaozhi-hub/hub/oauth"
 	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/registry"
+	"github.com/xiaozhi-hub/hub/services"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/store"
 	"github.com/xiaozhi-hub/hub/voice"
@@ -42,6 +43,7 @@ type Hub struct {
 	trust    *ota.Service
 	oauth    *oauth.Service // nil with mcp-oauth off
 	accounts *accounts.Service
+	services *services.Manager // outside MCP tools (services.go)
 	agent    *agent.Agent
 	mcp      *mcpserver.Server
 	closeMCP func() // once: ending the HTTP server and closing the MCP server both need it
@@ -86,6 +88,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		h.openAccounts, // users, homes and their tokens (accounts.go)
 		h.loadRegistry, // and the cluster's watch of the shared state
 		func(context.Context) error { return h.openServices(vopts) }, // agent, /mcp, voice, device endpoint
+		// outside MCP tools: endpoints, mcp-servers (services.go)
+		h.openToolServices,
 		h.wireMQTT,  // the MQTT devices' sessions on the device endpoint
 		h.listen,    // HTTP, so that a bad address fails here
 		h.startMQTT, // devices on MQTT are served from here on

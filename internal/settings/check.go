@@ -97,6 +97,9 @@ func checkValue(v *yaml.Node, t reflect.Type) error {
 		}
 		return fmt.Errorf("expected a list, e.g. [kitchen-secret, bedroom-secret]")
 	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct {
+		return checkList(v, t.Elem())
+	}
 	if v.Kind != yaml.ScalarNode {
 		return fmt.Errorf("expected a single value, not a list or section")
 	}
@@ -174,4 +177,57 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// checkList checks a setting that is a list of sections (a slice of
+// structs whose fields have yaml tags), such as mcp-servers: each entry's
+// keys, and that each value is a single value, a list (for []string) or
+// a section of single values (for maps).
+func checkList(v *yaml.Node, t reflect.Type) error {
+	if v.Kind != yaml.SequenceNode {
+		return fmt.Errorf("expected a list of sections, each on lines starting with \"- \"")
+	}
+	fields := map[string]reflect.Type{}
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		k := t.Field(i).Tag.Get("yaml")
+		fields[k] = t.Field(i).Type
+		keys = append(keys, k)
+	}
+	var errs []error
+	for n, e := range v.Content {
+		if e.Kind != yaml.MappingNode {
+			errs = append(errs, fmt.Errorf("entry %d (line %d): expected a section of %s", n+1, e.Line, strings.Join(keys, ", ")))
+			continue
+		}
+		for i := 0; i+1 < len(e.Content); i += 2 {
+			k, val := e.Content[i], e.Content[i+1]
+			ft, ok := fields[k.Value]
+			if !ok {
+				msg := fmt.Sprintf("entry %d (line %d): unknown key %s (the keys are %s)", n+1, k.Line, k.Value, strings.Join(keys, ", "))
+				if c := closest(k.Value, keys); c != "" {
+					msg += "; did you mean " + c + "?"
+				}
+				errs = append(errs, errors.New(msg))
+				continue
+			}
+			want := yaml.ScalarNode
+			switch ft.Kind() {
+			case reflect.Slice:
+				want = yaml.SequenceNode
+			case reflect.Map:
+				want = yaml.MappingNode
+			}
+			if val.Kind != want && val.Kind != yaml.AliasNode {
+				errs = append(errs, fmt.Errorf("entry %d: %s (line %d): expected %s", n+1, k.Value, val.Line, kindWords[want]))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var kindWords = map[yaml.Kind]string{
+	yaml.ScalarNode:   "a single value",
+	yaml.SequenceNode: "a list, e.g. [--port, \"8080\"]",
+	yaml.MappingNode:  "a section, e.g. {Authorization: \"Bearer …\"}",
 }

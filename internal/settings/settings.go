@@ -197,6 +197,9 @@ func setField(f reflect.Value, raw string) error {
 		}
 		f.Set(reflect.ValueOf(list))
 	default:
+		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct {
+			return fmt.Errorf("a list of sections is set in the config file only")
+		}
 		return fmt.Errorf("unsupported setting type %s", f.Type())
 	}
 	return nil
