@@ -203,12 +203,26 @@ func (n *Node) applyAccount(ctx context.Context, kind, id string, val []byte, de
 		if err := json.Unmarshal(val, &t); err != nil || t.ID != id {
 			return errors.Join(errors.New("malformed user token"), err)
 		}
+		if n.removedUser(t.User) {
+			return nil // written after its user's removal, by a node that had not seen it
+		}
 		if err := n.accountsLocal.SaveToken(ctx, t); err != nil {
 			return err
 		}
 		n.accounts.ApplyToken(id, &t)
 	}
 	return nil
+}
+
+// removedUser reports whether the shared state, as this node has it,
+// removed user name (and has not made a user of that name since). The
+// watch delivers changes in the order they were made, so a token applied
+// while its user is removed was made after the removal.
+func (n *Node) removedUser(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v, ok := n.seen[userKey(name)]
+	return ok && v.deleted
 }
 
 // seedAccounts puts in the shared state the users, homes and tokens only

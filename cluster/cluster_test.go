@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/accounts"
 	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/store"
@@ -23,8 +24,9 @@ import (
 // member is one hub's registry and cluster membership, without the rest
 // of a hub.
 type member struct {
-	node *cluster.Node
-	reg  *registry.Registry
+	node   *cluster.Node
+	reg    *registry.Registry
+	people *accounts.Service
 }
 
 func startNATS(t *testing.T) *cluster.Embedded {
@@ -60,6 +62,11 @@ func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, le
 	if err != nil {
 		t.Fatal(err)
 	}
+	people := accounts.New(node.AccountsStore(st), accounts.Options{})
+	if err := people.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node.ServeAccounts(people)
 	reg := registry.New(node.Store(st), registry.Options{Presence: node.Presence})
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -74,7 +81,7 @@ func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, le
 		st.Close()
 	})
 	t.Cleanup(leave)
-	return &member{node: node, reg: reg}, leave
+	return &member{node: node, reg: reg, people: people}, leave
 }
 
 // freeAddr is a loopback address nothing listens on.
