@@ -14,7 +14,8 @@ import (
 // with that login, reaching her home's device (connected to hub-1) and
 // not bob's (connected to hub-2), which is as unknown to her as a device
 // that does not exist; a home made and a device bound on hub-1 are seen on
-// hub-2; alice removed on hub-2 is refused on hub-1.
+// hub-2; a login revoked on one node is refused on the other; alice
+// removed on hub-2 is refused on hub-1.
 func TestPeopleActAcrossClusterNodes(t *testing.T) {
 	nodes := startCluster(t, 2)
 	one, two := nodes[0], nodes[1]
@@ -108,6 +109,23 @@ func TestPeopleActAcrossClusterNodes(t *testing.T) {
 	if theirs.LampOn() {
 		t.Fatal("alice's call reached bob's lamp")
 	}
+
+	// bob's login from hub-2 revoked on hub-1: refused on hub-2.
+	bobToken, bobLogin, err := people2.Login(ctx, "bob", "bob's password", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bob's login to open hub-1", func() bool {
+		st, _ := one.callWith(bobToken, "GET", "/api/devices", nil)
+		return st == 200
+	})
+	if err := people1.RevokeToken(ctx, "bob", bobLogin.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bob's revoked login refused on hub-2", func() bool {
+		st, _ := two.callWith(bobToken, "GET", "/api/devices", nil)
+		return st == 401
+	})
 
 	// alice removed on hub-2: her login is refused on hub-1.
 	if err := people2.DeleteUser(ctx, "alice"); err != nil {
