@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -164,53 +165,54 @@ func (n *Node) applyAccounts(ctx context.Context, k, kind, id string, val []byte
 }
 
 func (n *Node) applyAccount(ctx context.Context, kind, id string, val []byte, deleted bool) error {
-	ignoreMissing := func(err error) error {
-		if hub.ErrorCode(err) == hub.ENOTFOUND {
-			return nil
+	l, svc := n.accountsLocal, n.accounts
+	switch kind {
+	case "au":
+		return shared[hub.User]{"user", func(u hub.User) string { return u.Name }, nil,
+			l.SaveUser, l.DeleteUser, svc.ApplyUser}.apply(ctx, id, val, deleted)
+	case "ah":
+		return shared[hub.Home]{"home", func(h hub.Home) string { return h.ID }, nil,
+			l.SaveHome, l.DeleteHome, svc.ApplyHome}.apply(ctx, id, val, deleted)
+	case "at":
+		// A token of a removed user was written after the removal, by a
+		// node that had not seen it: it is not taken.
+		return shared[hub.UserToken]{"user token", func(t hub.UserToken) string { return t.ID },
+			func(t hub.UserToken) bool { return n.removedUser(t.User) },
+			l.SaveToken, l.DeleteToken, svc.ApplyToken}.apply(ctx, id, val, deleted)
+	}
+	return nil
+}
+
+// shared is one kind of the people's shared records, as a node applies it:
+// to its own store, then to its service.
+type shared[T any] struct {
+	what  string
+	id    func(T) string
+	skip  func(T) bool // if not nil: true for a record not to take
+	save  func(context.Context, T) error
+	drop  func(context.Context, string) error
+	serve func(string, *T) // nil: deleted
+}
+
+func (r shared[T]) apply(ctx context.Context, id string, val []byte, deleted bool) error {
+	if deleted {
+		r.serve(id, nil)
+		if err := r.drop(ctx, id); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+			return err
 		}
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(val, &v); err != nil || r.id(v) != id {
+		return errors.Join(fmt.Errorf("malformed %s", r.what), err)
+	}
+	if r.skip != nil && r.skip(v) {
+		return nil
+	}
+	if err := r.save(ctx, v); err != nil {
 		return err
 	}
-	switch {
-	case kind == "au" && deleted:
-		n.accounts.ApplyUser(id, nil)
-		return ignoreMissing(n.accountsLocal.DeleteUser(ctx, id))
-	case kind == "au":
-		var u hub.User
-		if err := json.Unmarshal(val, &u); err != nil || u.Name != id {
-			return errors.Join(errors.New("malformed user"), err)
-		}
-		if err := n.accountsLocal.SaveUser(ctx, u); err != nil {
-			return err
-		}
-		n.accounts.ApplyUser(id, &u)
-	case kind == "ah" && deleted:
-		n.accounts.ApplyHome(id, nil)
-		return ignoreMissing(n.accountsLocal.DeleteHome(ctx, id))
-	case kind == "ah":
-		var h hub.Home
-		if err := json.Unmarshal(val, &h); err != nil || h.ID != id {
-			return errors.Join(errors.New("malformed home"), err)
-		}
-		if err := n.accountsLocal.SaveHome(ctx, h); err != nil {
-			return err
-		}
-		n.accounts.ApplyHome(id, &h)
-	case kind == "at" && deleted:
-		n.accounts.ApplyToken(id, nil)
-		return ignoreMissing(n.accountsLocal.DeleteToken(ctx, id))
-	case kind == "at":
-		var t hub.UserToken
-		if err := json.Unmarshal(val, &t); err != nil || t.ID != id {
-			return errors.Join(errors.New("malformed user token"), err)
-		}
-		if n.removedUser(t.User) {
-			return nil // written after its user's removal, by a node that had not seen it
-		}
-		if err := n.accountsLocal.SaveToken(ctx, t); err != nil {
-			return err
-		}
-		n.accounts.ApplyToken(id, &t)
-	}
+	r.serve(id, &v)
 	return nil
 }
 
