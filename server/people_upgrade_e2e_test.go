@@ -156,6 +156,21 @@ func TestUpgradeFromBeforePeopleKeepsEverything(t *testing.T) {
 	if stFor != 404 || stFor != stUnknown || errMessage(forNone) == "" || !same {
 		t.Errorf("alice commanding the speaker in no home: %d %v; want what an unknown device gets: %d %v", stFor, forNone, stUnknown, unknown)
 	}
+
+	// A restart keeps it all: the home, the lamp in it, her login, the
+	// history with her call.
+	lamp.Close()
+	h.stop()
+	h = startHub(t, old.dir, func(c *server.Config) { c.DeviceAuth = "activation" })
+	if d := h.callDevice(oldLamp); d["home"] != home.ID || d["name"] != "客厅灯" {
+		t.Fatalf("the lamp after a restart: %v; want it in %s with its name", d, home.ID)
+	}
+	if st, body := h.callWith(token, "GET", "/api/devices/"+oldLamp, nil); st != 200 {
+		t.Fatalf("alice's login after a restart: %d %v", st, body)
+	}
+	if _, body := h.call("GET", "/api/calls?device="+oldLamp, nil); len(asList(body["calls"])) != 3 {
+		t.Errorf("the lamp's call history after a restart: %v; want its 2 old calls and alice's", body)
+	}
 }
 
 // callDevice is GET /api/devices/{id} with the admin token.
