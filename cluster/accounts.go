@@ -1,11 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/xiaozhi-hub/hub"
@@ -156,7 +156,7 @@ func (n *Node) applyAccounts(ctx context.Context, k, kind, id string, val []byte
 		n.mu.Lock()
 		now := n.seen[k]
 		n.mu.Unlock()
-		if now.deleted == deleted && (deleted || reflect.DeepEqual(now.val, val)) {
+		if now.deleted == deleted && (deleted || bytes.Equal(now.val, val)) {
 			return nil
 		}
 		val, deleted = now.val, now.deleted
