@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/accounts"
 	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/store"
@@ -23,8 +24,9 @@ import (
 // member is one hub's registry and cluster membership, without the rest
 // of a hub.
 type member struct {
-	node *cluster.Node
-	reg  *registry.Registry
+	node   *cluster.Node
+	reg    *registry.Registry
+	people *accounts.Service
 }
 
 func startNATS(t *testing.T) *cluster.Embedded {
@@ -60,6 +62,11 @@ func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, le
 	if err != nil {
 		t.Fatal(err)
 	}
+	people := accounts.New(node.AccountsStore(st), accounts.Options{})
+	if err := people.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node.ServeAccounts(people)
 	reg := registry.New(node.Store(st), registry.Options{Presence: node.Presence})
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -74,7 +81,7 @@ func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, le
 		st.Close()
 	})
 	t.Cleanup(leave)
-	return &member{node: node, reg: reg}, leave
+	return &member{node: node, reg: reg, people: people}, leave
 }
 
 // freeAddr is a loopback address nothing listens on.
@@ -100,7 +107,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // Two nodes change different fields of one device at the same time, over
-// and over: every change survives on both (the shared record is merged
+// and over (one moves it to a home and a room, the other renames it):
+// every change survives on both (the shared record is merged
 // field by field, not overwritten by the last writer).
 func TestConcurrentChangesOnTwoNodesAreMerged(t *testing.T) {
 	e := startNATS(t)
@@ -114,12 +122,12 @@ func TestConcurrentChangesOnTwoNodesAreMerged(t *testing.T) {
 
 	const rounds = 20
 	for i := range rounds {
-		name, room := fmt.Sprintf("lamp %d", i), fmt.Sprintf("room %d", i)
+		name, room, home := fmt.Sprintf("lamp %d", i), fmt.Sprintf("room %d", i), fmt.Sprintf("home%d", i)
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if _, err := a.reg.UpdateDevice(ctx, id, hub.DevicePatch{Room: &room}); err != nil {
+			if _, err := a.reg.UpdateDevice(ctx, id, hub.DevicePatch{Room: &room, Home: &home}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -131,12 +139,12 @@ func TestConcurrentChangesOnTwoNodesAreMerged(t *testing.T) {
 		}()
 		wg.Wait()
 	}
-	want := fmt.Sprintf("lamp %d / room %d", rounds-1, rounds-1)
+	want := fmt.Sprintf("lamp %d / room %d / home%d", rounds-1, rounds-1, rounds-1)
 	for _, m := range []*member{a, b} {
 		d, _ := m.reg.Device(id)
-		eventually(t, m.node.Name()+" to hold both last changes (it has "+d.Name+" / "+d.Room+")", func() bool {
+		eventually(t, m.node.Name()+" to hold both last changes (it has "+d.Name+" / "+d.Room+" / "+d.Home+")", func() bool {
 			d, _ := m.reg.Device(id)
-			return d.Name+" / "+d.Room == want
+			return d.Name+" / "+d.Room+" / "+d.Home == want
 		})
 	}
 }

@@ -354,6 +354,9 @@ func (n *Node) syncState(ctx context.Context) error {
 	if err := n.seedTrust(ctx); err != nil {
 		return err
 	}
+	if err := n.seedAccounts(ctx); err != nil {
+		return err
+	}
 	n.spawn(func() {
 		n.follow(n.stateW, w, func(e jetstream.KeyValueEntry) {
 			select {
@@ -453,6 +456,8 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		}
 	case kind == "oc" || kind == "og":
 		err = n.applyOAuth(ctx, kind, id, e.Value(), deleted)
+	case kind == "au" || kind == "ah" || kind == "at":
+		err = n.applyAccounts(ctx, k, kind, id, e.Value(), deleted)
 	case kind == "a" && !deleted && n.trust != nil:
 		var d decision
 		if err = json.Unmarshal(e.Value(), &d); err == nil {
