@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,7 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 	addrA, addrB := freeAddr(t), freeAddr(t)
 	const secret = "the-right-secret-0123"
 	nodes := make([]*cluster.Embedded, 3)
+	logs := make([]*logLines, 3)
 	var wg sync.WaitGroup
 	for i, o := range []cluster.EmbeddedOptions{
 		{Name: "a", Listen: addrA, Secret: secret, Peers: []string{"nats://" + addrB}},
@@ -192,6 +194,8 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 		{Name: "intruder", Listen: "127.0.0.1:0", Secret: "a-wrong-secret-456789", Peers: []string{"nats://" + addrA, "nats://" + addrB}},
 	} {
 		o.StoreDir = t.TempDir()
+		logs[i] = &logLines{}
+		o.Logger = slog.New(logs[i])
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -209,7 +213,9 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 		return
 	}
 	eventually(t, "a and b joined", func() bool { return nodes[0].Routes() >= 1 })
-	time.Sleep(2 * time.Second) // the intruder retries every second
+	for i, name := range []string{"a", "b"} { // the intruder tried both, twice (it retries), and each refused it
+		eventually(t, name+" refusing the intruder twice", func() bool { return logs[i].count("Router connection closed: Authentication Failure") >= 2 })
+	}
 	if in := nodes[2].Routes(); in != 0 {
 		t.Fatalf("the node with a wrong secret has %d routes; want none", in)
 	}
@@ -417,4 +423,34 @@ func TestDialErrorsHidePasswords(t *testing.T) {
 	if strings.Contains(err.Error(), "very-secret-password") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("error %q: want the address without the password", err)
 	}
+}
+
+// logLines is a slog.Handler keeping what a NATS node logs, so that a test
+// waits for the node's own report of an event.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler        { return l }
+func (l *logLines) WithGroup(string) slog.Handler             { return l }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.lines = append(l.lines, r.Message)
+	l.mu.Unlock()
+	return nil
+}
+
+// count is how many lines contain s.
+func (l *logLines) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
 }
