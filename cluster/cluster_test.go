@@ -433,8 +433,8 @@ type logLines struct {
 }
 
 func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logLines) WithAttrs([]slog.Attr) slog.Handler        { return l }
-func (l *logLines) WithGroup(string) slog.Handler             { return l }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logLines) WithGroup(string) slog.Handler            { return l }
 func (l *logLines) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	l.lines = append(l.lines, r.Message)
