@@ -48,12 +48,18 @@ func join(t *testing.T, e *cluster.Embedded, name string) *member {
 // the test's end (it is also called at cleanup).
 func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, leave func()) {
 	t.Helper()
+	return joinOpts(t, e, cluster.Options{Name: name}, db)
+}
+
+// joinOpts is joinWith with the node's options.
+func joinOpts(t *testing.T, e *cluster.Embedded, o cluster.Options, db string) (m *member, leave func()) {
+	t.Helper()
 	ctx := context.Background()
-	nc, err := e.Connect(name)
+	nc, err := e.Connect(o.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := cluster.Open(ctx, nc, cluster.Options{Name: name})
+	node, err := cluster.Open(ctx, nc, o)
 	if err != nil {
 		t.Fatal(err)
 	}
