@@ -187,16 +187,26 @@ func TestDiscoveryPagesAndACall(t *testing.T) {
 	}
 }
 
+// discovered serves an MCP device with the given tools (JSON) and answers
+// the hub's discovery; it returns once the tools are cached, with the
+// registry's tools_changed events of the device to come.
+func discovered(t *testing.T, id string, tools ...string) (*fakeDevice, <-chan hub.Event) {
+	t.Helper()
+	reg := registrytest.NewRegistry(t)
+	changed, stop := reg.Subscribe(hub.EventToolsChanged)
+	t.Cleanup(stop)
+	d := serveDevice(t, session.Options{Registry: reg}, id, mcpHello)
+	d.expect("initialize", initResult)
+	d.expect("tools/list", `{"tools":[`+strings.Join(tools, ",")+`]}`)
+	waitEvent(t, changed, d.id)
+	return d, changed
+}
+
 // A device's tools/list_changed notification makes the hub list again; the
 // cache follows the device's new list.
 func TestListChangedListsAgain(t *testing.T) {
-	reg := registrytest.NewRegistry(t)
-	changed, stop := reg.Subscribe(hub.EventToolsChanged)
-	defer stop()
-	d := serveDevice(t, session.Options{Registry: reg}, "aa:00:00:00:0a:02", mcpHello)
-	d.expect("initialize", initResult)
-	d.expect("tools/list", `{"tools":[`+tool("self.a")+`]}`)
-	waitEvent(t, changed, d.id)
+	d, changed := discovered(t, "aa:00:00:00:0a:02", tool("self.a"))
+	reg := d.reg
 	d.send(`{"session_id":"","type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}`)
 	d.expect("tools/list", `{"tools":[`+tool("self.a")+`,`+tool("self.new")+`]}`)
 	waitEvent(t, changed, d.id)
@@ -209,13 +219,8 @@ func TestListChangedListsAgain(t *testing.T) {
 // docs/protocol.md §12.25) fails the call it answers at once, as a device
 // error, instead of leaving it to its timeout; the device stays connected.
 func TestBrokenReplyFailsItsCallAtOnce(t *testing.T) {
-	reg := registrytest.NewRegistry(t)
-	changed, stop := reg.Subscribe(hub.EventToolsChanged)
-	defer stop()
-	d := serveDevice(t, session.Options{Registry: reg}, "aa:00:00:00:0a:03", mcpHello)
-	d.expect("initialize", initResult)
-	d.expect("tools/list", `{"tools":[`+tool("self.mode")+`]}`)
-	waitEvent(t, changed, d.id)
+	d, _ := discovered(t, "aa:00:00:00:0a:03", tool("self.mode"))
+	reg := d.reg
 	errc := make(chan error, 1)
 	go func() {
 		_, err := reg.CallTool(context.Background(), registry.CallRequest{DeviceID: d.id, Tool: "self.mode", Timeout: time.Minute})
