@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -49,12 +50,18 @@ func join(t *testing.T, e *cluster.Embedded, name string) *member {
 // the test's end (it is also called at cleanup).
 func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, leave func()) {
 	t.Helper()
+	return joinOpts(t, e, cluster.Options{Name: name}, db)
+}
+
+// joinOpts is joinWith with the node's options.
+func joinOpts(t *testing.T, e *cluster.Embedded, o cluster.Options, db string) (m *member, leave func()) {
+	t.Helper()
 	ctx := context.Background()
-	nc, err := e.Connect(name)
+	nc, err := e.Connect(o.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := cluster.Open(ctx, nc, cluster.Options{Name: name})
+	node, err := cluster.Open(ctx, nc, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +200,7 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 	addrA, addrB := freeAddr(t), freeAddr(t)
 	const secret = "the-right-secret-0123"
 	nodes := make([]*cluster.Embedded, 3)
+	logs := make([]*logLines, 3)
 	var wg sync.WaitGroup
 	for i, o := range []cluster.EmbeddedOptions{
 		{Name: "a", Listen: addrA, Secret: secret, Peers: []string{"nats://" + addrB}},
@@ -200,6 +208,8 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 		{Name: "intruder", Listen: "127.0.0.1:0", Secret: "a-wrong-secret-456789", Peers: []string{"nats://" + addrA, "nats://" + addrB}},
 	} {
 		o.StoreDir = t.TempDir()
+		logs[i] = &logLines{}
+		o.Logger = slog.New(logs[i])
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -217,7 +227,9 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 		return
 	}
 	eventually(t, "a and b joined", func() bool { return nodes[0].Routes() >= 1 })
-	time.Sleep(2 * time.Second) // the intruder retries every second
+	for i, name := range []string{"a", "b"} { // the intruder tried both, twice (it retries), and each refused it
+		eventually(t, name+" refusing the intruder twice", func() bool { return logs[i].count("Router connection closed: Authentication Failure") >= 2 })
+	}
 	if in := nodes[2].Routes(); in != 0 {
 		t.Fatalf("the node with a wrong secret has %d routes; want none", in)
 	}
@@ -425,4 +437,34 @@ func TestDialErrorsHidePasswords(t *testing.T) {
 	if strings.Contains(err.Error(), "very-secret-password") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("error %q: want the address without the password", err)
 	}
+}
+
+// logLines is a slog.Handler keeping what a NATS node logs, so that a test
+// waits for the node's own report of an event.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logLines) WithGroup(string) slog.Handler            { return l }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.lines = append(l.lines, r.Message)
+	l.mu.Unlock()
+	return nil
+}
+
+// count is how many lines contain s.
+func (l *logLines) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
 }
