@@ -156,7 +156,7 @@ func (h *Hub) openServices(vopts voice.Options) error {
 	})
 	h.closeMCP = sync.OnceFunc(h.mcp.Close)
 	h.closers.pushf(h.closeMCP)
-	vopts.Brain, vopts.Logger = agentBrain{h.agent}, h.log.With("component", "voice")
+	vopts.Brain, vopts.Logger = agentBrain{h.agent, reg}, h.log.With("component", "voice")
 	vopts.OnTurn = func(r voice.TurnRecord) { // a device event, and metrics
 		m.VoiceTurn(r.Outcome, r.RecognitionMs/1000, r.FirstSentenceMs/1000, r.FirstAudioMs/1000)
 		reg.Record(hub.EventVoiceTurn, r.DeviceID, r)
