@@ -15,8 +15,8 @@ func TestNoCatalogWithoutClients(t *testing.T) {
 	s := New(reg, Options{Debounce: time.Millisecond})
 	defer s.Close()
 	s.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/mcp", nil)) // starts the watcher
-	ct.Connect(t, reg, ct.Home()[3])                                              // a change while no client is connected
-	time.Sleep(50 * time.Millisecond)                                             // room for debounced syncs, if any were to run
+	ct.Connect(t, reg, ct.Home()[3])                                             // a change while no client is connected
+	time.Sleep(50 * time.Millisecond)                                            // room for debounced syncs, if any were to run
 	if n := s.syncs.Load(); n != 0 {
 		t.Fatalf("without clients: %d tool lists computed; want none", n)
 	}
