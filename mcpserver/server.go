@@ -75,9 +75,24 @@ type Options struct {
 	// (requests to a loopback address with a non-loopback Host header are
 	// refused). Set it when a reverse proxy on the same host forwards /mcp.
 	DisableLocalhostProtection bool
+	// People, if set, are followed: when people, homes or memberships
+	// change, each open session's person is looked up again, so that one
+	// who loses a home loses its tools at once
+	// (notifications/tools/list_changed), before their next request.
+	People People
 	// Version is reported to clients in serverInfo.
 	Version string
 	Logger  *slog.Logger
+}
+
+// People are the hub's people (accounts.Service) as the server follows
+// them.
+type People interface {
+	Generation() uint64
+	// Changed returns a channel closed at the next change after since.
+	Changed(since uint64) <-chan struct{}
+	// Principal returns a user's principal as of now, or false.
+	Principal(user string) (*hub.Principal, bool)
 }
 
 // Server is the MCP endpoint. It is an http.Handler; Close stops it.
@@ -241,19 +256,34 @@ func (s *Server) start() {
 // Catalog returns the catalog the server offers (for tests and tools).
 func (s *Server) Catalog() *catalog.Catalog { return s.cat }
 
-// watch recomputes the open sessions' tool lists after registry changes,
-// gathering bursts (a device connecting reports online, then its tools)
-// into one update: it waits Debounce after the first change.
+// watch recomputes the open sessions' tool lists after registry changes
+// (and their people after changes of people), gathering bursts (a device
+// connecting reports online, then its tools) into one update: it waits
+// Debounce after the first change.
 func (s *Server) watch() {
 	defer close(s.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	seen := s.reg.ToolsGeneration()
+	var people <-chan struct{} // nil (never ready) without People
+	var peopleSeen uint64
+	if s.opts.People != nil {
+		peopleSeen = s.opts.People.Generation()
+	}
 	for {
+		if s.opts.People != nil {
+			people = s.opts.People.Changed(peopleSeen)
+		}
 		select {
 		case <-s.quit:
 			return
+		case <-people:
+			peopleSeen = s.opts.People.Generation()
+			for _, ss := range s.open() {
+				s.relook(ss)
+			}
+			continue
 		case <-s.reg.ToolsChanged(seen):
 		}
 		timer.Reset(s.opts.Debounce)

@@ -134,6 +134,22 @@ func (s *Server) sweep() {
 	}
 }
 
+// relook looks the session's person up again (their homes now) and syncs
+// its tools. The admin, a device and the hub itself are not people.
+func (s *Server) relook(ss *session) {
+	p := ss.p.Load()
+	if p == nil || p.Admin || p.User == "" || p.Device != "" {
+		return
+	}
+	q := &hub.Principal{User: p.User} // gone: sees nothing, and the next request is refused
+	if now, ok := s.opts.People.Principal(p.User); ok {
+		q.Homes = now.Homes
+	}
+	q.Token, q.Client, q.Agent, q.Credential = p.Token, p.Client, p.Agent, p.Credential
+	ss.p.CompareAndSwap(p, q) // unless a request brought a newer one meanwhile
+	s.sync(ss)
+}
+
 // sync makes the session's tools those its principal is offered now
 // (when the registry's tools or the principal's homes changed since the
 // last sync). The SDK sends notifications/tools/list_changed after changes.

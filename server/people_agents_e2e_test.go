@@ -81,12 +81,17 @@ func (w *twoHomes) move(id, home string) {
 	}
 }
 
-// mcpAs opens an MCP session at /mcp with token (the official Go SDK).
-func mcpAs(t *testing.T, h *testHub, token string) *mcp.ClientSession {
+// mcpAs opens an MCP session at /mcp with token (the official Go SDK),
+// with a handler of notifications/tools/list_changed if one is given.
+func mcpAs(t *testing.T, h *testHub, token string, changed ...func(context.Context, *mcp.ToolListChangedRequest)) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "people", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+	opts := &mcp.ClientOptions{}
+	if len(changed) > 0 {
+		opts.ToolListChangedHandler = changed[0]
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "people", Version: "1"}, opts).Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint: h.URL() + "/mcp", HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
 	}, nil)
 	if err != nil {
@@ -209,14 +214,29 @@ func TestPeopleMCPWithAnOAuthTokenActsForWhoApproved(t *testing.T) {
 // once: the next list lacks them and a call of A's lamp fails.
 func TestPeopleMCPRemovedFromAHomeLosesItsToolsAtOnce(t *testing.T) {
 	w := startTwoHomes(t, startHub(t, "", nil))
-	cs := mcpAs(t, w.h, w.bob)
+	changed := make(chan struct{}, 16)
+	cs := mcpAs(t, w.h, w.bob, func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
 	if tools := mcpTools(t, cs); !slices.Contains(tools, lampAOn) {
 		t.Fatalf("bob's tools %v: want home A's lamp", tools)
+	}
+	for len(changed) > 0 {
+		<-changed // any notice before the removal
 	}
 	acc := server.AccountsOf(w.h.Hub)
 	alice, _ := acc.Principal("alice")
 	if err := acc.RemoveMember(context.Background(), alice, w.homeA, "bob"); err != nil {
 		t.Fatal(err)
+	}
+	// Told at once, before any request of his.
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after bob left home A")
 	}
 	if tools := mcpTools(t, cs); slices.Contains(tools, lampAOn) || !slices.Contains(tools, lampBOn) {
 		t.Fatalf("bob's tools after leaving home A: %v", tools)
