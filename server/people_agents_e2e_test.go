@@ -258,6 +258,15 @@ func TestPeopleMCPRemovedFromAHomeLosesItsToolsAtOnce(t *testing.T) {
 	if res.StatusCode != 404 {
 		t.Fatalf("alice's token on bob's session = %d", res.StatusCode)
 	}
+	// Revoking bob's token ends his session's use at its next request.
+	for _, tv := range acc.Tokens("bob") {
+		if err := acc.RevokeToken(context.Background(), "bob", tv.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err == nil {
+		t.Fatal("bob's session still lists tools after his token was revoked")
+	}
 }
 
 // The built-in agent runs as the person who asks: its prompt and tools
