@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -33,24 +32,11 @@ var stdin io.Reader = os.Stdin
 
 // users runs "xiaozhi-hub users …".
 func users(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("xiaozhi-hub users", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usersUsage); fs.PrintDefaults() }
-	hub := addHubFlags(fs)
-	pos, code := parseInterspersed(fs, args)
+	c, pos, usage, code := adminCommand("users", usersUsage, args, stderr, nil)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return 2
-	}
-	token, err := hub.adminToken()
-	if err != nil {
-		fmt.Fprintf(stderr, "xiaozhi-hub: %v\n", err)
-		return 2
-	}
-	c := apiClient{base: strings.TrimSuffix(hub.url, "/"), token: token}
+	var err error
 	switch {
 	case pos[0] == "add" && len(pos) == 2:
 		var pw string
@@ -66,14 +52,10 @@ func users(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "user %s removed\n", pos[1])
 		}
 	default:
-		fs.Usage()
+		usage()
 		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "xiaozhi-hub: %v\n", err)
-		return 1
-	}
-	return 0
+	return exitCode(err, stderr)
 }
 
 // readPassword reads a password: from a terminal without echo, twice;

@@ -3,28 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/xiaozhi-hub/hub/server"
 )
 
 // "xiaozhi-hub users add NAME" makes a user on a running hub (the password
 // from stdin, here a pipe), who can then log in; list and remove.
 func TestUsersAddListRemove(t *testing.T) {
-	dir := t.TempDir()
-	cfg := server.DefaultConfig()
-	cfg.Listen, cfg.DataDir = "127.0.0.1:0", dir
-	h, err := server.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- h.Run(ctx) }()
-	defer func() { cancel(); <-stopped }()
-
+	h, dir := startHub(t)
 	cli := func(in string, args ...string) (int, string) {
 		stdin = strings.NewReader(in)
 		var out, errb bytes.Buffer
