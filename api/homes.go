@@ -243,8 +243,9 @@ func (s *Server) approveCode(r *http.Request, p *hub.Principal, code string) (st
 // (owner): the device leaves the home and is then the admin's alone.
 func (s *Server) unbindDevice(w http.ResponseWriter, r *http.Request) {
 	d, err := s.seenDevice(r, hub.RoleOwner, "remove it from its home")
-	if err == nil && d.Home != r.PathValue("home") {
-		_, err = s.reg.DeviceAs(&hub.Principal{}, d.ID) // not in this home: as unknown
+	if err == nil { // a device of another home is, in this one, unknown
+		in := &hub.Principal{Homes: map[string]hub.Role{r.PathValue("home"): hub.RoleOwner}}
+		_, err = s.reg.DeviceAs(in, d.ID)
 	}
 	if err == nil {
 		none := ""

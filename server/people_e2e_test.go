@@ -181,6 +181,7 @@ func TestPeopleGuestAndMemberLimits(t *testing.T) {
 	p.wantError(p.bob, "DELETE", "/api/devices/"+devA, nil, 403, "forbidden")
 	p.wantError(p.bob, "POST", "/api/devices/"+devA+"/token/revoke", nil, 403, "forbidden")
 	p.wantError(p.bob, "DELETE", "/api/homes/"+p.homeA+"/devices/"+devA, nil, 403, "forbidden")
+	p.wantError(p.bob, "DELETE", "/api/homes/"+p.homeA+"/devices/"+devB, nil, 404, "not_found") // his, but not in A
 	p.wantError(p.bob, "POST", "/api/homes/"+p.homeA+"/devices", map[string]any{"code": "123456"}, 403, "forbidden")
 	p.wantError(p.bob, "POST", "/api/homes/"+p.homeA+"/members", map[string]any{"user": "bob", "role": "owner"}, 403, "forbidden")
 
