@@ -70,7 +70,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-watch.changed:
-			if watch.recheck(); watch.ended != "" {
+			if !watch.current() {
 				_ = st.comment("access ended: " + watch.ended)
 				return
 			}
@@ -81,6 +81,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		case ev, ok := <-events:
 			if !ok {
 				return // the registry closed
+			}
+			if !watch.current() { // a change since: not one event more on the old rights
+				_ = st.comment("access ended: " + watch.ended)
+				return
 			}
 			if device != "" && ev.DeviceID != device && ev.DeviceID != "" || !sees(watch.p, ev) {
 				continue
@@ -123,7 +127,6 @@ func sees(p *hub.Principal, ev hub.Event) bool {
 type streamWatch struct {
 	s       *Server
 	p       *hub.Principal
-	gen     uint64
 	changed <-chan struct{}
 	ended   string
 }
@@ -139,9 +142,19 @@ func (s *Server) watch(p *hub.Principal) *streamWatch {
 	return w
 }
 
+// current brings p up to date if people, homes or tokens changed since
+// the last check, and reports whether the stream may go on.
+func (w *streamWatch) current() bool {
+	select {
+	case <-w.changed:
+		w.recheck()
+	default:
+	}
+	return w.ended == ""
+}
+
 func (w *streamWatch) recheck() {
-	w.gen = w.s.accounts.Generation()
-	w.changed = w.s.accounts.Changed(w.gen)
+	w.changed = w.s.accounts.Changed(w.s.accounts.Generation())
 	q, err := w.s.accounts.Recheck(w.p)
 	if err != nil {
 		w.ended = hub.ErrorMessage(err)
