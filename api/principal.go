@@ -77,7 +77,9 @@ func (s *Server) requirePrincipal(next http.Handler) http.Handler {
 			writeError(w, s.log, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(hub.WithPrincipal(r.Context(), p)))
+		r2 := r.WithContext(hub.WithPrincipal(r.Context(), p))
+		next.ServeHTTP(w, r2)
+		r.Pattern = r2.Pattern // the route matched, for the request metrics (httpx.CountRequests)
 	})
 }
 
