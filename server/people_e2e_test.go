@@ -223,6 +223,37 @@ func TestPeopleUsers(t *testing.T) {
 	if me["user"] != "bob" || me["admin"] != false || len(me["homes"].([]any)) != 2 {
 		t.Fatalf("me: %v", me)
 	}
+	homes := p.mustOK(p.bob, "GET", "/api/homes", nil, 200)["homes"].([]any)
+	if len(homes) != 2 || !strings.Contains(toJSON(homes), `"role":"guest"`) || !strings.Contains(toJSON(homes), `"role":"owner"`) {
+		t.Fatalf("bob's homes: %v", homes)
+	}
+	if v := p.mustOK(p.alice, "PATCH", "/api/homes/"+p.homeA, map[string]any{"name": "A 家"}, 200); v["name"] != "A 家" {
+		t.Fatalf("rename: %v", v)
+	}
+
+	// Passwords: one's own with the current one (keeping the login in
+	// use, ending the others); the admin sets anyone's.
+	other := p.login("alice")
+	pw := func(token, user, current, password string) (int, map[string]any) {
+		return p.callWith(token, "PUT", "/api/users/"+user+"/password", map[string]any{"current": current, "password": password})
+	}
+	if st, _ := pw(p.alice, "alice", "wrong-password", "alice-new-password"); st != 403 {
+		t.Fatalf("a wrong current password: %d", st)
+	}
+	if st, _ := pw(p.alice, "bob", "alice-password", "bob-new-password"); st != 403 {
+		t.Fatalf("another's password: %d", st)
+	}
+	if st, body := pw(p.alice, "alice", "alice-password", "alice-new-password"); st != 204 {
+		t.Fatalf("her own password: %d %v", st, body)
+	}
+	p.mustOK(p.alice, "GET", "/api/me", nil, 200)
+	p.wantError(other, "GET", "/api/me", nil, 401, "unauthorized")
+	if st, body := pw(p.Token, "bob", "", "bob-new-password"); st != 204 {
+		t.Fatalf("the admin sets bob's: %d %v", st, body)
+	}
+	p.wantError(p.bob, "GET", "/api/me", nil, 401, "unauthorized")
+	p.bob = p.mustOK("", "POST", "/api/login", map[string]any{"name": "bob", "password": "bob-new-password"}, 200)["token"].(string)
+
 	// Removing a user ends their access at once.
 	p.mustOK(p.Token, "DELETE", "/api/users/bob", nil, 204)
 	p.wantError(p.bob, "GET", "/api/me", nil, 401, "unauthorized")
