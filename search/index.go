@@ -8,7 +8,7 @@
 package search
 
 import (
-	"cmp"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -40,8 +40,10 @@ type Index struct {
 
 	mu       sync.RWMutex
 	docs     map[string]*doc
-	postings map[string]map[string]struct{} // unit or "\x01"+concept → doc ids
-	vocab    map[string]int                 // unit keys of names, aliases and rooms → refs
+	slots    []*doc             // by doc slot; nil where free
+	free     []int32            // free slots
+	postings map[string][]int32 // unit or "\x01"+concept → doc slots
+	vocab    map[string]int     // unit keys of names, aliases and rooms → refs
 	maxVocab int
 }
 
@@ -50,7 +52,7 @@ func NewIndex() *Index {
 	return &Index{
 		dict:     newDictionary(),
 		docs:     map[string]*doc{},
-		postings: map[string]map[string]struct{}{},
+		postings: map[string][]int32{},
 		vocab:    map[string]int{},
 	}
 }
@@ -66,9 +68,11 @@ type doc struct {
 	fingerprint string
 	names       []field // name and aliases
 	room        field
-	caps        []field // tool and thing names and descriptions, board
+	caps        []field             // tool and thing names and descriptions, board
+	capUnits    map[string]struct{} // every unit of caps
 	concepts    map[string]source
 	keys        []string // postings keys, for removal
+	slot        int32    // its place in Index.slots
 	vocab       []string // vocab keys, for removal
 }
 
@@ -95,13 +99,15 @@ func (x *Index) Put(d Doc, fingerprint string) {
 	defer x.mu.Unlock()
 	x.removeLocked(d.ID)
 	x.docs[d.ID] = p
+	if n := len(x.free); n > 0 {
+		p.slot, x.free = x.free[n-1], x.free[:n-1]
+		x.slots[p.slot] = p
+	} else {
+		p.slot = int32(len(x.slots))
+		x.slots = append(x.slots, p)
+	}
 	for _, k := range p.keys {
-		set := x.postings[k]
-		if set == nil {
-			set = map[string]struct{}{}
-			x.postings[k] = set
-		}
-		set[d.ID] = struct{}{}
+		x.postings[k] = append(x.postings[k], p.slot)
 	}
 	for _, v := range p.vocab {
 		x.vocab[v]++
@@ -150,12 +156,18 @@ func (x *Index) removeLocked(id string) {
 		return
 	}
 	delete(x.docs, id)
+	x.slots[p.slot] = nil
+	x.free = append(x.free, p.slot)
 	for _, k := range p.keys {
-		if set := x.postings[k]; set != nil {
-			delete(set, id)
-			if len(set) == 0 {
-				delete(x.postings, k)
-			}
+		list := x.postings[k]
+		if i := slices.Index(list, p.slot); i >= 0 {
+			list[i] = list[len(list)-1]
+			list = list[:len(list)-1]
+		}
+		if len(list) == 0 {
+			delete(x.postings, k)
+		} else {
+			x.postings[k] = list
 		}
 	}
 	for _, v := range p.vocab {
@@ -208,7 +220,7 @@ func (x *Index) prepare(d Doc) *doc {
 	slices.SortFunc(p.caps, func(a, b field) int { return strings.Compare(a.label, b.label) })
 
 	note := func(class int, f field) {
-		for _, fd := range x.dict.conceptsIn(f.units) {
+		for _, fd := range x.dict.conceptsIn(f.units, false) {
 			old, ok := p.concepts[fd.concept.id]
 			if !ok || class < old.class || (class == old.class && old.broad && !fd.broad) {
 				p.concepts[fd.concept.id] = source{class: class, field: f.label, term: fd.term, broad: fd.broad}
@@ -229,6 +241,12 @@ func (x *Index) prepare(d Doc) *doc {
 			keys[u] = struct{}{}
 		}
 	}
+	p.capUnits = map[string]struct{}{}
+	for _, f := range p.caps {
+		for _, u := range f.units {
+			p.capUnits[u] = struct{}{}
+		}
+	}
 	for c := range p.concepts {
 		keys["\x01"+c] = struct{}{}
 	}
@@ -241,6 +259,17 @@ func (x *Index) prepare(d Doc) *doc {
 		}
 	}
 	return p
+}
+
+// hasCapUnits reports whether every unit of units occurs in the doc's
+// tools, things or board: a cheap test before looking for the run.
+func (p *doc) hasCapUnits(units []string) bool {
+	for _, u := range units {
+		if _, ok := p.capUnits[u]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Search returns at most limit devices matching query, best first.
@@ -257,32 +286,66 @@ func (x *Index) Search(query string, limit int) []Result {
 	if len(terms) == 0 {
 		return []Result{}
 	}
-	cands := map[string]struct{}{}
+	// Candidates: the devices sharing a unit or a concept with the query.
+	cands := make([]uint64, (len(x.slots)+63)/64)
+	mark := func(list []int32) {
+		for _, s := range list {
+			cands[s/64] |= 1 << (s % 64)
+		}
+	}
 	for _, t := range terms {
 		for _, u := range t.units {
-			for id := range x.postings[u] {
-				cands[id] = struct{}{}
-			}
+			mark(x.postings[u])
 		}
 		for _, c := range t.concepts {
-			for id := range x.postings["\x01"+c.concept.id] {
-				cands[id] = struct{}{}
+			mark(x.postings["\x01"+c.concept.id])
+		}
+	}
+	// Score every candidate, keeping the best limit (and why, put into
+	// words only for them).
+	top := make([]hit, 0, limit+1)
+	var scratch []reason
+	for w, set := range cands {
+		for ; set != 0; set &= set - 1 {
+			p := x.slots[w*64+bits.TrailingZeros64(set)]
+			var s float64
+			s, scratch = score(p, terms, scratch[:0])
+			if s <= 0 || (len(top) == limit && !better(s, p, top[limit-1])) {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(top, hit{p: p, score: s}, func(a, b hit) int {
+				if better(a.score, a.p, b) {
+					return -1
+				}
+				return 1
+			})
+			top = slices.Insert(top, i, hit{p: p, score: s, why: slices.Clone(scratch)})
+			if len(top) > limit {
+				top = top[:limit]
 			}
 		}
 	}
-	out := make([]Result, 0, len(cands))
-	for id := range cands {
-		if r, ok := score(x.docs[id], terms); ok {
-			out = append(out, r)
+	out := make([]Result, 0, len(top))
+	for _, h := range top {
+		r := Result{ID: h.p.src.ID, Score: h.score, Why: make([]string, 0, len(h.why))}
+		for _, w := range h.why {
+			r.Why = append(r.Why, w.String())
 		}
-	}
-	slices.SortFunc(out, func(a, b Result) int {
-		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.ID, b.ID))
-	})
-	if len(out) > limit {
-		out = out[:limit]
+		out = append(out, r)
 	}
 	return out
 }
 
+// hit is a device found and why.
+type hit struct {
+	p     *doc
+	score float64
+	why   []reason
+}
+
+// better reports whether a device p of score s ranks before h: by score,
+// then by id.
+func better(s float64, p *doc, h hit) bool {
+	return s > h.score || (s == h.score && p.src.ID < h.p.src.ID)
+}
 func quote(s string) string { return "\"" + s + "\"" }
