@@ -103,6 +103,7 @@ var stopTerms = []string{
 
 type concept struct {
 	id, kind string
+	n        int // its place in conceptTable
 }
 
 type dictEntry struct {
@@ -120,14 +121,14 @@ type dictionary struct {
 
 func newDictionary() *dictionary {
 	d := &dictionary{entries: map[string]*dictEntry{}}
-	kinds := map[string]string{}
-	for _, c := range conceptTable {
-		kinds[c.id] = c.kind
+	byID := map[string]concept{}
+	for i, c := range conceptTable {
+		byID[c.id] = concept{c.id, c.kind, i}
 	}
 	for _, c := range conceptTable {
-		cs := []concept{{c.id, c.kind}}
+		cs := []concept{byID[c.id]}
 		for _, b := range broader[c.id] {
-			cs = append(cs, concept{b, kinds[b]})
+			cs = append(cs, byID[b])
 		}
 		for _, t := range c.terms {
 			d.entry(t).addConcepts(cs)
@@ -136,7 +137,11 @@ func newDictionary() *dictionary {
 	for _, n := range needTable {
 		nd := &need{id: n.id, nAnswer: len(n.answers)}
 		for _, id := range append(append([]string(nil), n.answers...), n.also...) {
-			nd.answers = append(nd.answers, concept{id, kinds[id]})
+			c, ok := byID[id]
+			if !ok {
+				panic("search: need " + n.id + " names no concept " + id)
+			}
+			nd.answers = append(nd.answers, c)
 		}
 		for _, t := range needPhrases(n.feel, n.say) {
 			if e := d.entry(t); e != nil && !slices.Contains(e.needs, nd) {

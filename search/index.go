@@ -71,6 +71,7 @@ type doc struct {
 	caps        []field             // tool and thing names and descriptions, board
 	capUnits    map[string]struct{} // every unit of caps
 	concepts    map[string]source
+	hasConcept  []uint64 // bit n: conceptTable[n] is in concepts
 	keys        []string // postings keys, for removal
 	slot        int32    // its place in Index.slots
 	vocab       []string // vocab keys, for removal
@@ -82,6 +83,7 @@ type source struct {
 	field string
 	term  string
 	broad bool
+	n     int // the concept's place in conceptTable
 }
 
 const (
@@ -222,8 +224,8 @@ func (x *Index) prepare(d Doc) *doc {
 	note := func(class int, f field) {
 		for _, fd := range x.dict.conceptsIn(f.units, false) {
 			old, ok := p.concepts[fd.concept.id]
-			if !ok || class < old.class || (class == old.class && old.broad && !fd.broad) {
-				p.concepts[fd.concept.id] = source{class: class, field: f.label, term: fd.term, broad: fd.broad}
+			if !ok || sourceWeight(class, fd.broad) > sourceWeight(old.class, old.broad) {
+				p.concepts[fd.concept.id] = source{class: class, field: f.label, term: fd.term, broad: fd.broad, n: fd.concept.n}
 			}
 		}
 	}
@@ -240,6 +242,10 @@ func (x *Index) prepare(d Doc) *doc {
 		for _, u := range f.units {
 			keys[u] = struct{}{}
 		}
+	}
+	p.hasConcept = make([]uint64, (len(conceptTable)+63)/64)
+	for _, s := range p.concepts {
+		p.hasConcept[s.n/64] |= 1 << (s.n % 64)
 	}
 	p.capUnits = map[string]struct{}{}
 	for _, f := range p.caps {

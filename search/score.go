@@ -11,6 +11,8 @@ import (
 type qterm struct {
 	units    []string
 	text     string // units, displayed
+	cjk      bool   // it starts with a CJK character
+	single   bool   // it is one CJK character: weak evidence
 	concepts []found
 }
 
@@ -52,6 +54,8 @@ func (x *Index) parse(units []string) []qterm {
 	var run []string
 	add := func(t qterm) {
 		t.text = display(t.units)
+		t.cjk = isCJKUnit(t.units[0])
+		t.single = t.cjk && len(t.units) == 1
 		terms = append(terms, t)
 	}
 	flush := func() {
@@ -125,7 +129,7 @@ func score(p *doc, terms []qterm, why []reason) (float64, []reason) {
 }
 
 func scoreTerm(p *doc, t *qterm) (best float64, why reason) {
-	single := len(t.units) == 1 && isCJKUnit(t.units[0]) // one Chinese character: weak evidence
+	single := t.single
 	for i := range p.names {
 		f := &p.names[i]
 		switch {
@@ -141,7 +145,7 @@ func scoreTerm(p *doc, t *qterm) (best float64, why reason) {
 			if s := w * coverage(t.units, f.units); s > best {
 				best, why = s, reason{how: howContains, field: f.label, text: t.text}
 			}
-		case len(t.units) >= 2 && isCJKUnit(t.units[0]):
+		case len(t.units) >= 2 && t.cjk:
 			if n := longestCommon(f.units, t.units); n >= 2 {
 				if s := wNameFuzzy * float64(n) / float64(len(t.units)); s > best {
 					best, why = s, reason{how: howResembles, field: f.label, text: t.text}
@@ -163,6 +167,9 @@ func scoreTerm(p *doc, t *qterm) (best float64, why reason) {
 	}
 	for i := range t.concepts {
 		fd := &t.concepts[i]
+		if n := fd.concept.n; p.hasConcept[n/64]&(1<<(n%64)) == 0 {
+			continue
+		}
 		src, ok := p.concepts[fd.concept.id]
 		if !ok {
 			continue
@@ -211,6 +218,24 @@ func conceptWeight(fd *found, src source) float64 {
 		w *= queryBroad
 	}
 	if src.broad {
+		w *= docBroad
+	}
+	return w
+}
+
+// sourceWeight is what a concept found in a device's field of class is
+// worth to a query naming it: a device keeps, of the fields naming one
+// concept, the one worth most (主卧窗帘 in room 主卧 is a bedroom by its
+// room more than by its name).
+func sourceWeight(class int, broad bool) float64 {
+	w := wConceptCap
+	switch class {
+	case classIdentity:
+		w = wConceptName
+	case classRoom:
+		w = wConceptRoom
+	}
+	if broad {
 		w *= docBroad
 	}
 	return w
