@@ -279,14 +279,21 @@ func (p *doc) hasCapUnits(units []string) bool {
 }
 
 // Search returns at most limit devices matching query, best first.
-func (x *Index) Search(query string, limit int) []Result {
+func (x *Index) Search(query string, limit int) []Result { return x.SearchWhere(query, limit, nil) }
+
+// SearchWhere is Search among the devices keep accepts (nil: all), so that
+// a person's search is not cut short by devices they do not see.
+func (x *Index) SearchWhere(query string, limit int, keep func(id string) bool) []Result {
 	if limit <= 0 {
 		limit = 5
 	}
+	if keep == nil {
+		keep = func(string) bool { return true }
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if _, ok := x.docs[strings.TrimSpace(query)]; ok { // a device id
-		return []Result{{ID: strings.TrimSpace(query), Score: 100, Why: []string{"device id matches"}}}
+	if id := strings.TrimSpace(query); x.docs[id] != nil && keep(id) { // a device id
+		return []Result{{ID: id, Score: 100, Why: []string{"device id matches"}}}
 	}
 	terms := x.parse(tokenize(query))
 	if len(terms) == 0 {
@@ -314,6 +321,9 @@ func (x *Index) Search(query string, limit int) []Result {
 	for w, set := range cands {
 		for ; set != 0; set &= set - 1 {
 			p := x.slots[w*64+bits.TrailingZeros64(set)]
+			if !keep(p.src.ID) {
+				continue
+			}
 			var s float64
 			s, scratch = score(p, terms, scratch[:0])
 			if s <= 0 || (len(top) == limit && !better(s, p, top[limit-1])) {

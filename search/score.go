@@ -13,6 +13,7 @@ type qterm struct {
 	text     string // units, displayed
 	cjk      bool   // it starts with a CJK character
 	single   bool   // it is one CJK character: weak evidence
+	target   bool   // it names a kind of device or a need: what is wanted, not where
 	concepts []found
 }
 
@@ -44,6 +45,9 @@ const (
 	// as good as the term itself.
 	queryBroad = 0.4
 	docBroad   = 0.7
+	// The share of its room's score a device loses when the query names
+	// what is wanted and the device is not it.
+	roomOnlyCut = 0.5
 )
 
 // parse splits query units into terms: at each position the longest known
@@ -56,6 +60,9 @@ func (x *Index) parse(units []string) []qterm {
 		t.text = display(t.units)
 		t.cjk = isCJKUnit(t.units[0])
 		t.single = t.cjk && len(t.units) == 1
+		for _, fd := range t.concepts {
+			t.target = t.target || (!fd.broad && (fd.need != nil || fd.concept.kind == "type"))
+		}
 		terms = append(terms, t)
 	}
 	flush := func() {
@@ -116,14 +123,30 @@ func (x *Index) vocabLongest(units []string, i int) int {
 }
 
 // score sums, over the query's terms, the best match of each term in the
-// device's fields, appending why each term matched to why.
+// device's fields, appending why each term matched to why. When the query
+// names what is wanted (a kind of device or a need) and the device matches
+// only where (the room), the room counts for less: in "主卧太干了" the
+// humidifier of another room ranks above the master bedroom's lamp.
 func score(p *doc, terms []qterm, why []reason) (float64, []reason) {
-	var total float64
+	var total, room float64
+	wanted, found := false, false
 	for i := range terms {
-		if s, r := scoreTerm(p, &terms[i]); s > 0 {
-			total += s
-			why = append(why, r)
+		t := &terms[i]
+		wanted = wanted || t.target
+		s, r := scoreTerm(p, t)
+		if s <= 0 {
+			continue
 		}
+		total += s
+		why = append(why, r)
+		if r.room {
+			room += s
+		} else if t.target {
+			found = true
+		}
+	}
+	if wanted && !found {
+		total -= room * roomOnlyCut
 	}
 	return math.Round(total*100) / 100, why
 }
@@ -157,11 +180,11 @@ func scoreTerm(p *doc, t *qterm) (best float64, why reason) {
 		switch {
 		case slices.Equal(room.units, t.units):
 			if wRoomExact > best {
-				best, why = wRoomExact, reason{how: howMatches, field: room.label, text: t.text}
+				best, why = wRoomExact, reason{how: howMatches, field: room.label, text: t.text, room: true}
 			}
 		case contains(room.units, t.units) && !single:
 			if s := wRoomPart * coverage(t.units, room.units); s > best {
-				best, why = s, reason{how: howContains, field: room.label, text: t.text}
+				best, why = s, reason{how: howContains, field: room.label, text: t.text, room: true}
 			}
 		}
 	}
@@ -176,7 +199,8 @@ func scoreTerm(p *doc, t *qterm) (best float64, why reason) {
 		}
 		w := conceptWeight(fd, src)
 		if w > best {
-			best, why = w, reason{how: howSays, field: src.field, text: t.text, term: src.term, concept: fd.concept.id}
+			best, why = w, reason{how: howSays, field: src.field, text: t.text, term: src.term, concept: fd.concept.id,
+				room: fd.concept.kind == "room"}
 			if fd.need != nil {
 				why.how, why.need = howAnswers, fd.need.id
 			}
@@ -255,6 +279,7 @@ type reason struct {
 	term    string // the synonym-table term found in the field
 	concept string
 	need    string
+	room    bool // the term matched where the device is
 }
 
 const (
