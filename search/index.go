@@ -3,8 +3,11 @@
 // rooms, aliases, and the descriptions of their tools and IoT things, for
 // Chinese written without spaces (by character units) and for English (by
 // words), with a small synonym table (灯 ↔ light/lamp, 音箱 ↔ speaker, 卧室 ⊃
-// 主卧, …). Results are ranked by score, ties broken by device id, and each
-// says why it matched.
+// 主卧, …). It also finds them by what they do for what people say they
+// need ("地上好脏" → the robot vacuum, "主卧太干了" → the master bedroom's
+// humidifier; needs.go). Results are ranked by score, ties broken by device
+// id, and each says why it matched. docs/search.md describes the ranking.
+// A Doc may as well be a service: its tools are matched the same way.
 package search
 
 import (
