@@ -281,6 +281,10 @@ func (p *doc) hasCapUnits(units []string) bool {
 	return true
 }
 
+// maxQueryUnits bounds the work of one search: a request to a voice
+// assistant is a sentence, and the rest of a longer query is ignored.
+const maxQueryUnits = 64
+
 // Search returns at most limit devices matching query, best first.
 func (x *Index) Search(query string, limit int) []Result { return x.SearchWhere(query, limit, nil) }
 
@@ -295,10 +299,12 @@ func (x *Index) SearchWhere(query string, limit int, keep func(id string) bool) 
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	limit = min(limit, len(x.docs)) // from a model: any int
 	if id := strings.TrimSpace(query); x.docs[id] != nil && keep(id) { // a device id
 		return []Result{{ID: id, Score: 100, Why: []string{"device id matches"}}}
 	}
-	terms := x.parse(tokenize(query))
+	units := tokenize(query)
+	terms := x.parse(units[:min(len(units), maxQueryUnits)])
 	if len(terms) == 0 {
 		return []Result{}
 	}

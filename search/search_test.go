@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -242,5 +243,21 @@ func TestReplaceKeepsIndexConsistent(t *testing.T) {
 	}
 	if x.Len() != len(realHome()) {
 		t.Fatalf("Len %d", x.Len())
+	}
+}
+
+// TestHostileQueryAndLimit: a query or limit from a model is any size.
+func TestHostileQueryAndLimit(t *testing.T) {
+	x := realIndex(t, realHome())
+	if res := x.Search("地上好脏", math.MaxInt); len(res) == 0 || res[0].ID != b(9)[0] {
+		t.Fatalf("huge limit: %v", res)
+	}
+	// 4 + 20×3 units are read; the rest is ignored.
+	long, read := "地上好脏"+strings.Repeat(" 好热啊", 100_000), "地上好脏"+strings.Repeat(" 好热啊", 20)
+	if got, want := fmt.Sprint(x.Search(long, 3)), fmt.Sprint(x.Search(read, 3)); got != want {
+		t.Fatalf("a long query is read from its beginning:\n%s\nwant\n%s", got, want)
+	}
+	if res := x.Search(strings.Repeat("\xff\x00", 1000), 3); len(res) != 0 {
+		t.Fatalf("garbage found %v", res)
 	}
 }
