@@ -299,7 +299,8 @@ func (x *Index) SearchWhere(query string, limit int, keep func(id string) bool) 
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	limit = min(limit, len(x.docs)) // from a model: any int
+	// limit comes from a model: any int.
+	limit = min(limit, len(x.docs))
 	if id := strings.TrimSpace(query); x.docs[id] != nil && keep(id) { // a device id
 		return []Result{{ID: id, Score: 100, Why: []string{"device id matches"}}}
 	}
