@@ -40,7 +40,8 @@ var (
 
 // realHome is a home of 33 devices and 2 services across the rooms people
 // have (客厅, 主卧, 次卧, 厨房, 卫生间, 阳台, 玄关), named the way people
-// name them: brand names, rooms in the name or not, some in English.
+// name them: brand names, rooms in the name or not, some names and a room
+// in English.
 func realHome() []search.Doc {
 	d := func(n int, name, room string, tools []hub.Tool, aliases ...string) search.Doc {
 		return search.Doc{ID: fmt.Sprintf("bb:00:00:00:00:%02d", n), Name: name, Room: room, Tools: tools, Aliases: aliases}
@@ -82,7 +83,7 @@ func realHome() []search.Doc {
 		d(27, "浴霸", "卫生间", heater),
 		d(28, "热水器", "卫生间", ct.Xiaozhi(true, append(kind("water_heater", "water heater", "power", "state"),
 			ct.Tool("self.water_heater.set_temperature", "Set the water temperature in degrees Celsius", `{"temperature":{"type":"integer"}}`, "temperature"))...)),
-		d(29, "Bathroom exhaust fan", "卫生间", fan),
+		d(29, "Exhaust fan", "Bathroom", fan),
 		// 阳台
 		d(30, "洗衣机", "阳台", ct.Xiaozhi(true, kind("washer", "washing machine", "start", "pause", "state")...)),
 		d(31, "晾衣架", "阳台", ct.Xiaozhi(true, kind("rack", "clothes drying rack", "raise", "lower")...)),

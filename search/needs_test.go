@@ -73,6 +73,8 @@ var needCases = []struct {
 	{"it's stuffy in here", airCare, nil},
 	{"有股怪味", airCare, nil},
 	{"通通风", b(11, 10), nil},
+	{"卫生间好闷", b(29), b(27, 28)}, // the exhaust fan of the room named "Bathroom"
+	{"the bathroom is too hot", b(29), b(27)},
 	{"回南天好潮", b(21), humidifiers},
 	{"too humid", b(21), humidifiers},
 	{"嗓子干", humidifiers, b(21)},
