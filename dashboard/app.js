@@ -390,10 +390,12 @@ function buildDetail(id) {
   d.thingsBox = el("div", {});
   d.err = el("div", {});
   // A guest reads and calls, and changes nothing (the API refuses it too).
-  const manage = mayManage((devices.get(id) || {}).home);
+  const home = (devices.get(id) || {}).home;
+  const manage = mayManage(home);
   form.hidden = !manage;
   $("detail").replaceChildren(el("h2", {}, d.dot, " ", d.title), d.meta, form,
-    el("div", { class: "row manage", style: "margin-top:8px", hidden: !manage && "" }, revoke, rebind, del, d.transport), d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
+    el("div", { class: "row manage", style: "margin-top:8px", hidden: !manage && "" }, revoke, rebind, del, d.transport, leaveButton(id, home, d.out)),
+    d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
   detail = d;
 }
 
@@ -732,7 +734,7 @@ async function refresh() {
     await loadHomes();
     await loadDevices();
     live($("status"), () => t("status.connected"));
-    loadPeople();
+    loadPeople().catch(() => {});
     if (me.admin) loadActivations();
     loadMCP();
     loadCluster();

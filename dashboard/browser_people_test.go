@@ -207,6 +207,23 @@ func TestBrowserPeopleHomesAndMembers(t *testing.T) {
 	mustAs(t, h, servertest.Token, "DELETE", "/api/users/carol", nil)
 	c.waitJS("carol back at the sign-in page", `document.body.dataset.auth === "out" && !document.querySelector("li.device")`)
 
+	// Alice takes the cabin's device out of it, then deletes the empty cabin.
+	b.choose("#homeSel", cabin)
+	b.waitJS("the cabin's device", listed+` === "`+devA2+`"`)
+	b.run(chromedp.Click(`li.device[data-id="`+devA2+`"]`, chromedp.ByQuery))
+	b.waitJS("take out of this home", `document.querySelector("#detail .leave-home")`)
+	b.run(chromedp.Click("#detail .leave-home", chromedp.ByQuery))
+	b.waitJS("the confirmation", `document.querySelector("#confirm").open && document.querySelector("#confirmText").textContent.includes("Cabin")`)
+	b.run(chromedp.Click("#confirmOk", chromedp.ByQuery))
+	b.waitJS("the device gone from alice's list", `!document.querySelector('li.device[data-id="`+devA2+`"]') && document.querySelector("#detail").textContent.includes("no longer in Cabin")`)
+	if d := mustAs(t, h, servertest.Token, "GET", "/api/devices/"+devA2, nil); d["home"] != nil {
+		t.Fatalf("the device taken out of the cabin: %v", d)
+	}
+	b.run(chromedp.Click("#deleteHome", chromedp.ByQuery))
+	b.waitJS("the confirmation", `document.querySelector("#confirm").open && document.querySelector("#confirmText").textContent.includes("Cabin")`)
+	b.run(chromedp.Click("#confirmOk", chromedp.ByQuery))
+	b.waitJS("the cabin gone", `!document.querySelector('#homeSel option[value="`+cabin+`"]')`)
+
 	// Alice signs out; a reload stays signed out.
 	b.run(chromedp.Click("#logout", chromedp.ByQuery))
 	b.waitJS("the sign-in page", `document.body.dataset.auth === "out"`)

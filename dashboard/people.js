@@ -143,6 +143,7 @@ async function renderHome() {
   $("addMember").hidden = !owner;
   $("addDevice").hidden = $("addDeviceHelp").hidden = !mayManage(id);
   $("leaveHome").hidden = me.admin || owner;
+  $("deleteHome").hidden = !owner;
   let view = h;
   try { view = await api("GET", "/api/homes/" + enc(id)); } catch (e) { if (e.status !== 404) alertIn($("homeOut"), e); }
   if (chosenHome !== id) return;
@@ -197,6 +198,35 @@ $("addDevice").addEventListener("submit", (ev) => {
   api("POST", "/api/homes/" + enc(chosenHome) + "/devices", { code }).then(dev => {
     $("deviceCode").value = "";
     afterHomeChange().then(() => $("homeOut").replaceChildren(lx("p", "small device-added", () => t("home.added", { device: dev.name || dev.id }))));
+  }, e => alertIn($("homeOut"), e));
+});
+
+// leaveButton takes a device out of its home, for the home's owners (the
+// admin: into no home); "" for anyone else.
+function leaveButton(id, home, out) {
+  if (!home || !me || !(me.admin || roleIn(home) === "owner")) return "";
+  const b = live(el("button", { class: "plain danger leave-home" }), () => t("detail.leaveHome"));
+  b.addEventListener("click", async () => {
+    if (!await confirmBox(t("detail.confirmLeaveHome", { device: devName(id), home: homeName(home) }))) return;
+    try {
+      await api("DELETE", "/api/homes/" + enc(home) + "/devices/" + enc(id));
+      if (!me.admin) {
+        detail = null;
+        $("detail").replaceChildren(lx("p", "muted", () => t("detail.leftHome", { home: homeName(home) })));
+      }
+      afterHomeChange();
+    } catch (e) { out.classList.remove("tr"); out.textContent = e.message; }
+  });
+  return b;
+}
+
+$("deleteHome").addEventListener("click", async () => {
+  const home = chosenHome;
+  if (!await confirmBox(t("home.confirmDelete", { home: homeName(home) }))) return;
+  api("DELETE", "/api/homes/" + enc(home)).then(() => {
+    chosenHome = "";
+    localStorage.setItem("xiaozhi-hub-home", "");
+    return afterHomeChange();
   }, e => alertIn($("homeOut"), e));
 });
 
