@@ -103,7 +103,7 @@ function homeName(id) {
 const inChosenHome = (d) => !chosenHome || (chosenHome === "-" ? !d.home : d.home === chosenHome);
 
 async function loadHomes() {
-  homes = await api("GET", "/api/homes").then(r => r.homes || [], e => { if (e.status === 404 && me.admin) return []; throw e; }); // 404: a hub before homes
+  homes = await fetchHomes();
   const sel = $("homeSel");
   const several = me.admin || homes.length > 1;
   const ids = homes.map(h => h.id);
@@ -119,6 +119,15 @@ async function loadHomes() {
   sel.hidden = !opts.length;
   $("homeNone").hidden = !!homes.length || me.admin;
   renderHome();
+}
+
+const fetchHomes = () => api("GET", "/api/homes").then(r => r.homes || [], e => { if (e.status === 404 && me.admin) return []; throw e; }); // 404: a hub before homes
+
+// followHomes notices homes and roles changed by others (no event tells):
+// being added to a home, a new role, a home deleted.
+async function followHomes() {
+  const now = await fetchHomes();
+  if (me && JSON.stringify(now) !== JSON.stringify(homes)) await loadPeople().then(() => loadDevices());
 }
 
 $("homeSel").addEventListener("change", () => {
@@ -387,5 +396,6 @@ setInterval(() => { // "seen … ago" and expiries stay true; approvals have no 
   if (me.admin) loadActivations();
   loadMCP();
   loadCluster(); // a node that joins or dies sends no event of its own
+  followHomes().catch(() => {});
 }, 5000);
 setInterval(() => { if (me) loadDevices().catch(() => {}); }, 15000);
