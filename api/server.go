@@ -105,6 +105,7 @@ type Server struct {
 	oauth     OAuth
 	cluster   func() ClusterInfo
 	accounts  Accounts
+	binds     *bindLimit
 	token     string
 	metrics   *metrics.Metrics
 	log       *slog.Logger
@@ -142,6 +143,7 @@ func New(opts Options) *Server {
 		oauth:     opts.OAuth,
 		cluster:   opts.Cluster,
 		accounts:  opts.Accounts,
+		binds:     newBindLimit(),
 		token:     opts.Token,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
@@ -167,7 +169,8 @@ type methodHandler struct {
 // apiRoutes is every /api route: each service's file lists its own.
 func (s *Server) apiRoutes() []route {
 	var all []route
-	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes()} {
+	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes(),
+		s.peopleRoutes(), s.homeRoutes()} {
 		all = append(all, rs...)
 	}
 	return append(all, route{"/api/openapi.json", []methodHandler{{"GET", s.serveOpenAPI}}})
@@ -184,6 +187,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 	}
 	api.HandleFunc("/api/", s.noRoute)
 	mux.Handle("/api/", s.requirePrincipal(api))
+	for _, rt := range s.publicRoutes() {
+		handle(mux, rt)
+	}
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.requireMCPToken(s.mcp))
 	}
