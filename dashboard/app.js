@@ -393,6 +393,7 @@ function buildDetail(id) {
   const home = (devices.get(id) || {}).home;
   const manage = mayManage(home);
   form.hidden = !manage;
+  revoke.hidden = del.hidden = !mayOwn(home); // an owner's (or the admin's)
   $("detail").replaceChildren(el("h2", {}, d.dot, " ", d.title), d.meta, form,
     el("div", { class: "row manage", style: "margin-top:8px", hidden: !manage && "" }, revoke, rebind, del, d.transport, leaveButton(id, home, d.out)),
     d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);

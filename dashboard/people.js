@@ -94,6 +94,7 @@ function roleIn(home) {
 // mayManage: the admin, or an owner or member of the device's home (a
 // guest changes nothing).
 const mayManage = (home) => !!me && (me.admin || ["owner", "member"].includes(roleIn(home)));
+const mayOwn = (home) => !!me && (me.admin || roleIn(home) === "owner");
 const homesShown = () => !!me && (me.admin || homes.length > 1) && chosenHome === "";
 function homeName(id) {
   if (!id) return me && me.admin ? t("home.noHome") : "";
@@ -148,7 +149,7 @@ async function renderHome() {
   live(tag, () => role ? t("role." + role) : "");
   $("homePanel").hidden = !h;
   if (!h) return;
-  const owner = me.admin || role === "owner";
+  const owner = mayOwn(id);
   $("addMember").hidden = !owner;
   $("addDevice").hidden = $("addDeviceHelp").hidden = !mayManage(id);
   $("leaveHome").hidden = me.admin || owner;
@@ -213,7 +214,7 @@ $("addDevice").addEventListener("submit", (ev) => {
 // leaveButton takes a device out of its home, for the home's owners (the
 // admin: into no home); "" for anyone else.
 function leaveButton(id, home, out) {
-  if (!home || !me || !(me.admin || roleIn(home) === "owner")) return "";
+  if (!home || !mayOwn(home)) return "";
   const b = live(el("button", { class: "plain danger leave-home" }), () => t("detail.leaveHome"));
   b.addEventListener("click", async () => {
     if (!await confirmBox(t("detail.confirmLeaveHome", { device: devName(id), home: homeName(home) }))) return;
