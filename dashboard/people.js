@@ -390,7 +390,11 @@ $("save").addEventListener("click", async () => {
 $("token").addEventListener("keydown", (e) => { if (e.key === "Enter") $("save").click(); });
 // With no token saved the session cookie, if there is one, answers; else
 // the sign-in page shows.
-refresh().then(ok => ok ? stream() : signedOut());
+// (A 401 has shown it already; any other failure keeps its message.)
+refresh().then(ok => {
+  if (ok) stream();
+  else if (document.body.dataset.auth === "wait") document.body.dataset.auth = "out";
+});
 setInterval(() => { // "seen … ago" and expiries stay true; approvals have no events
   if (!me) return;
   tickExpiry();
