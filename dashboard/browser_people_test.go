@@ -231,6 +231,40 @@ func TestBrowserPeopleHomesAndMembers(t *testing.T) {
 	b.waitJS("still signed out after a reload", `document.body.dataset.auth === "out"`)
 }
 
+// Bob, a member of Alice's home: he sees its members and adds devices,
+// renames one, but changes no member and neither deletes nor revokes a
+// device (an owner's).
+func TestBrowserPeopleMember(t *testing.T) {
+	h := startHub(t, nil)
+	alice := person(t, h, "alice")
+	person(t, h, "bob")
+	homeA := home(t, h, alice, "A家")
+	mustAs(t, h, alice, "POST", "/api/homes/"+homeA+"/members", map[string]any{"user": "bob", "role": "member"})
+	connect(t, h, sim.Config{DeviceID: devA1})
+	putIn(t, h, homeA, devA1)
+
+	b := openSignedOut(t, h, 1280, "en-US")
+	b.signIn("bob", peoplePassword)
+	b.waitJS("home A's device", listed+` === "`+devA1+`"`)
+	b.waitJS("the members", `document.querySelector('#members li[data-user="alice"]') && document.querySelector("#homeRole").textContent === "member"`)
+	var seen struct{ AddMember, AddDevice, MemberControls bool }
+	b.eval(`({addMember: !!document.querySelector("#addMember").offsetParent, addDevice: !!document.querySelector("#addDevice").offsetParent,
+		memberControls: !!document.querySelector("#members select, #members button")})`, &seen)
+	if seen.AddMember || !seen.AddDevice || seen.MemberControls {
+		b.shot("member")
+		t.Fatalf("a member sees %+v, want adding devices only", seen)
+	}
+	b.run(chromedp.Click(`li.device[data-id="`+devA1+`"]`, chromedp.ByQuery))
+	b.waitJS("the device's panel", `document.querySelector("#detail .dev-name")?.offsetParent`)
+	var owners bool
+	b.eval(`["delete", "revoke", "leave-home"].some(c => document.querySelector("#detail ." + c)?.offsetParent)`, &owners)
+	if owners {
+		t.Fatal("a member sees an owner's device controls")
+	}
+	b.run(chromedp.SendKeys("#detail .dev-name", "Kitchen", chromedp.ByQuery), chromedp.Click(`#detail form button[type=submit]`, chromedp.ByQuery))
+	b.waitJS("renamed", `document.querySelector("li.device strong").textContent === "Kitchen"`)
+}
+
 // Alice adds a device by the code it speaks, makes a personal token that
 // is shown once and works, and revokes it.
 func TestBrowserPeopleAddDeviceAndTokens(t *testing.T) {
