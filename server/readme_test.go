@@ -14,7 +14,14 @@ import (
 // to the next heading of the same level.
 func readmeSection(t *testing.T, title string) []string {
 	t.Helper()
-	data, err := os.ReadFile("../README.md")
+	return docSection(t, "../README.md", title)
+}
+
+// docSection returns the lines of the Markdown file path under the level-2
+// heading "## title", up to the next level-2 heading.
+func docSection(t *testing.T, path, title string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,17 +37,18 @@ func readmeSection(t *testing.T, title string) []string {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatalf("README.md has no section %q", title)
+		t.Fatalf("%s has no section %q", path, title)
 	}
 	return out
 }
 
-// Every setting of Config is in the README's settings table, and every
-// setting the table names exists, so the table cannot drift from the code.
-func TestReadmeListsEverySetting(t *testing.T) {
+// Every setting of Config is in the settings table of docs/configuration.md
+// (the reference the README points to), and every setting the table names
+// exists, so the table cannot drift from the code.
+func TestConfigurationListsEverySetting(t *testing.T) {
 	inTable := map[string]bool{}
 	name := regexp.MustCompile("`([a-z0-9-]+)`")
-	for _, line := range readmeSection(t, "Configuration") {
+	for _, line := range docSection(t, "../docs/configuration.md", "Settings") {
 		cells := strings.Split(line, "|")
 		if !strings.HasPrefix(line, "| `") || len(cells) < 3 {
 			continue
@@ -58,12 +66,12 @@ func TestReadmeListsEverySetting(t *testing.T) {
 		}
 		known[key] = true
 		if !inTable[key] {
-			t.Errorf("README.md's settings table (## Configuration) lacks `%s`", key)
+			t.Errorf("docs/configuration.md's settings table (## Settings) lacks `%s`", key)
 		}
 	}
 	for key := range inTable {
 		if !known[key] {
-			t.Errorf("README.md's settings table names `%s`, which is not a setting", key)
+			t.Errorf("docs/configuration.md's settings table names `%s`, which is not a setting", key)
 		}
 	}
 }
