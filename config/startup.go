@@ -23,7 +23,7 @@ func LLMSummary(a agent.Config, ready error) string {
 // SpeechSummary names the speech providers, or what to set.
 func (c Config) SpeechSummary() string {
 	if c.ASRProvider == "" && c.TTSProvider == "" {
-		return "not configured (devices are told so; set asr-provider and tts-provider, see README \"A device that talks\")"
+		return "not configured (devices are told so; set asr-provider and tts-provider, see docs/voice.md)"
 	}
 	part := func(what, provider, summary string) string {
 		if provider == "" {

@@ -16,7 +16,7 @@ import (
 // protocol that flushes them.
 //
 // A call waits for its record to be written before it is answered (see
-// README, "What a 200 promises"): concurrent calls share a transaction (the
+// docs/api.md, "What a 200 promises"): concurrent calls share a transaction (the
 // store's group commit), so this costs a call 0.1–0.3 ms, not a commit
 // each. Events do not wait. When the store falls behind and its queue is
 // full, or a write fails, records are dropped and counted

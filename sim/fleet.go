@@ -69,8 +69,8 @@ func (p Profile) Apply(c *Config) {
 
 // DemoProfiles are the hub's --demo home: four devices in four rooms,
 // named in Chinese with English aliases, so that a request such as "打开客厅的灯"
-// or "kitchen speaker volume" has exactly one right device (README.md, "The
-// demo home", lists the requests; server's TestDemoHomeAnswersReadmeRequests
+// or "kitchen speaker volume" has exactly one right device (README.md, "Set-up",
+// lists the requests; server's TestDemoHomeAnswersReadmeRequests
 // checks them).
 var DemoProfiles = []Profile{
 	{Name: "客厅的灯", Room: "客厅", Aliases: []string{"living room lamp"}, Board: "esp-box-3", Mode: ModeMCP, Lamp: true},
