@@ -332,7 +332,8 @@ func (c *Client) ctxError(err error, method string) error {
 }
 
 // logExchange writes every exchange at debug, with its arguments and
-// result summarised; the info log has one line per tool call (logCall).
+// result summarised; the info log has one line per call, whatever its
+// transport or outcome (registry's finish).
 func (c *Client) logExchange(method string, id int64, params any, res json.RawMessage, err error, d time.Duration) {
 	ctx := context.Background()
 	if !c.log.Enabled(ctx, slog.LevelDebug) {
@@ -349,30 +350,6 @@ func (c *Client) logExchange(method string, id int64, params any, res json.RawMe
 		slog.String("method", method), slog.Int64("id", id),
 		slog.Float64("ms", float64(d.Microseconds())/1000), slog.String("outcome", outcome),
 		slog.String("args", summarize(args)), slog.String("result", result))
-}
-
-// logCall is the info log's line for a tool call: the tool, its outcome
-// ("ok", "tool error" for an isError result, or the error's code and
-// message) and who asked, without arguments or results (they may be
-// personal; the debug log has them).
-func (c *Client) logCall(ctx context.Context, tool string, res hub.CallResult, err error, d time.Duration) {
-	if !c.log.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	attrs := []slog.Attr{slog.String("tool", tool)}
-	switch {
-	case err != nil:
-		attrs = append(attrs, slog.String("outcome", hub.ErrorCode(err)), slog.String("err", hub.ErrorMessage(err)))
-	case res.IsError:
-		attrs = append(attrs, slog.String("outcome", "tool error"))
-	default:
-		attrs = append(attrs, slog.String("outcome", "ok"))
-	}
-	attrs = append(attrs, slog.Float64("ms", float64(d.Microseconds())/1000))
-	if p := hub.PrincipalFrom(ctx); p != nil {
-		attrs = append(attrs, slog.String("by", p.Actor()))
-	}
-	c.log.LogAttrs(ctx, slog.LevelInfo, "tool call", attrs...)
 }
 
 func summarize(b []byte) string { return hub.Truncate(b, 200) }

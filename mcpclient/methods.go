@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/internal/jsonscan"
@@ -235,9 +234,7 @@ func decodeToolFast(raw []byte, valid bool) (hub.Tool, bool) {
 // CallTool runs tools/call. A JSON-RPC error from the device (unknown tool,
 // bad argument, the tool failed) is an EDEVICE *hub.Error carrying the
 // device's message; isError results are returned as results.
-func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage) (res hub.CallResult, err error) {
-	start := time.Now()
-	defer func() { c.logCall(ctx, name, res, err, time.Since(start)) }()
+func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage) (hub.CallResult, error) {
 	reply, err := c.call(ctx, "tools/call", struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -245,6 +242,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 	if err != nil {
 		return hub.CallResult{}, err
 	}
+	res := reply.Result
 	if content, isError, ok := decodeCallResult(reply); ok {
 		return hub.CallResult{Content: content, IsError: isError}, nil
 	}
@@ -252,11 +250,11 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 		Content json.RawMessage `json:"content"`
 		IsError bool            `json:"isError"`
 	}
-	if err := json.Unmarshal(reply.Result, &r); err != nil {
+	if err := json.Unmarshal(res, &r); err != nil {
 		return hub.CallResult{}, hub.Errorf(hub.EDEVICE, "malformed tools/call result from the device: %v", err)
 	}
 	if len(r.Content) == 0 || r.Content[0] != '[' {
-		return hub.CallResult{}, hub.Errorf(hub.EDEVICE, "tools/call result from the device has no content array: %s", hub.Truncate(reply.Result, 120))
+		return hub.CallResult{}, hub.Errorf(hub.EDEVICE, "tools/call result from the device has no content array: %s", hub.Truncate(res, 120))
 	}
 	return hub.CallResult{Content: r.Content, IsError: r.IsError}, nil
 }
