@@ -1,40 +1,14 @@
 package dashboard_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/server/servertest"
 	"github.com/xiaozhi-hub/hub/sim"
 )
-
-// apiError makes a request that fails and returns the server's error code
-// and message, to compare with what the page shows.
-func apiError(t *testing.T, h *server.Hub, method, path string, body any) (code, message string) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, h.URL()+path, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+servertest.Token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var e struct {
-		Error struct{ Code, Message string }
-	}
-	if err := json.NewDecoder(res.Body).Decode(&e); err != nil || res.StatusCode < 400 {
-		t.Fatalf("%s %s: %d, %v", method, path, res.StatusCode, err)
-	}
-	return e.Error.Code, e.Error.Message
-}
 
 // The Chinese page shows a server error in Chinese with the server's own
 // detail beside it (calling a tool of a device that went offline), every
@@ -72,9 +46,11 @@ func TestBrowserChineseErrorsAndCallHistoryAtPhoneWidth(t *testing.T) {
 	})
 	b.waitJS("the device shown offline", `document.querySelector("#detail").textContent.includes("最后在线")`)
 	b.waitJS("the volume form again", `document.querySelector('`+vol+` input[name=volume]')`)
-	code, detail := apiError(t, h, "POST", "/api/devices/"+mcpID+"/tools/self.audio_speaker.set_volume/call", map[string]any{"arguments": map[string]any{"volume": 42}})
-	if code != "device_offline" || detail == "" {
-		t.Fatalf("calling an offline device: %q %q", code, detail)
+	st, body := apiAs(t, h, servertest.Token, "POST", "/api/devices/"+mcpID+"/tools/self.audio_speaker.set_volume/call", map[string]any{"arguments": map[string]any{"volume": 42}})
+	e, _ := body["error"].(map[string]any)
+	detail, _ := e["message"].(string)
+	if st != 409 || e["code"] != "device_offline" || detail == "" {
+		t.Fatalf("calling an offline device: %d %v", st, body)
 	}
 	b.run(chromedp.SendKeys(vol+` input[name=volume]`, "42", chromedp.ByQuery),
 		chromedp.Click(vol+` button.call`, chromedp.ByQuery))
