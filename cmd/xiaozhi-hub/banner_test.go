@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,52 @@ func TestBannerShowsDashboardTokenAndOTA(t *testing.T) {
 	}
 	if code, _, errOut := runCmd("token", "--data-dir", t.TempDir()); code != 1 || !strings.Contains(errOut, "first start") {
 		t.Errorf("token of an empty data directory: exit %d %q", code, errOut)
+	}
+}
+
+// The info log has one line per device event and none per protocol
+// exchange: the demo's four devices each get one "device connected" line
+// naming transport and firmware and, with MCP, one "tools discovered" line;
+// a call gets one line with its outcome and who asked; the exchanges and
+// the simulated devices' own lines are at debug.
+func TestInfoLogOneLinePerDeviceEvent(t *testing.T) {
+	logs := startLogged(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--api-token", "startup-token-0123456789", "--demo")
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(logs.String(), `msg="tools discovered"`) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo's MCP devices did not list their tools; log:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	url := logs.String()
+	url = url[strings.Index(url, "dashboard=")+len("dashboard="):]
+	url = strings.TrimSuffix(url[:strings.IndexByte(url, ' ')], "/")
+	req, _ := http.NewRequest("POST", url+"/api/devices/de:00:00:00:00:01/tools/self.audio_speaker.set_volume/call", strings.NewReader(`{"arguments":{"volume":40}}`))
+	req.Header.Set("Authorization", "Bearer startup-token-0123456789")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("a call: %v %v", res, err)
+	}
+	res.Body.Close()
+	for !strings.Contains(logs.String(), "msg=call") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line for the call; log:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := logs.String()
+	if n := strings.Count(out, `msg="device connected"`); n != 4 {
+		t.Errorf("%d device connected lines, want 4:\n%s", n, out)
+	}
+	for _, w := range []string{`transport=websocket firmware="esp-box-3 2.4.2"`, `device=de:00:00:00:00:01 count=`,
+		`msg=call component=registry device=de:00:00:00:00:01 tool=self.audio_speaker.set_volume outcome=ok`, "by=admin via=api"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the info log lacks %q:\n%s", w, out)
+		}
+	}
+	for _, noise := range []string{"mcp exchange", "iot descriptors", "iot states", "sim: connected"} {
+		if strings.Contains(out, noise) {
+			t.Errorf("the info log has %q lines:\n%s", noise, out)
+		}
 	}
 }
