@@ -13,7 +13,7 @@
 # https://github.com/xiaozhi-hub/hub/releases/latest/download/<name> always
 # names the newest one; the binary carries it (`xiaozhi-hub version`).
 #
-# VERSION defaults to `git describe --tags --always --dirty` (or "dev"); it
+# VERSION defaults to `git describe --tags --always --dirty`; it
 # becomes server.Version, which devices and MCP clients are told. The builds
 # are static (CGO_ENABLED=0; SQLite is pure Go), -trimpath, and stripped.
 # JOBS builds run at once (default 1: `go build` already uses every core).
@@ -42,7 +42,8 @@ while getopts "o:v:j:h" opt; do
   esac
 done
 if [ -z "$version" ]; then
-  version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+  version=$(git describe --tags --always --dirty 2>/dev/null) ||
+    { echo "release.sh: no git to name the version: pass -v VERSION" >&2; exit 2; }
 fi
 # The version goes into -ldflags -X: no spaces or quotes.
 if ! [[ $version =~ ^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$ ]]; then
