@@ -51,7 +51,7 @@ func TestCrossBuilds(t *testing.T) {
 	}
 	version := os.Getenv("XZ_CROSSBUILD_VERSION")
 	for _, c := range crossTargets {
-		t.Run(c.goos+"_"+c.goarch+c.goarm, func(t *testing.T) {
+		t.Run(strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(c.archive, "xiaozhi-hub_"), ".zip"), ".tar.gz"), func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(dir, c.archive))
 			if err != nil {
 				t.Fatal(err)
