@@ -96,7 +96,9 @@ main() {
   if ! getent passwd "$user" >/dev/null; then
     local nologin
     nologin=$(command -v nologin || echo /usr/sbin/nologin)
-    useradd --system --user-group --home-dir "$data" --no-create-home --shell "$nologin" "$user"
+    local group=--user-group
+    if getent group "$user" >/dev/null; then group="--gid=$user"; fi
+    useradd --system "$group" --home-dir "$data" --no-create-home --shell "$nologin" "$user"
     say "created the system user $user"
   fi
 
