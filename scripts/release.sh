@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds xiaozhi-hub for the machines people run it on and packs the release:
 #
-#   scripts/release.sh [-o DIR] [-v VERSION] [-j JOBS]
+#   scripts/release.sh [-o DIR] [-v VERSION]
 #
 # DIR (default dist/) receives one archive per platform and SHA256SUMS:
 #   xiaozhi-hub_linux_amd64.tar.gz   xiaozhi-hub_linux_arm64.tar.gz
@@ -16,7 +16,6 @@
 # VERSION defaults to `git describe --tags --always --dirty`; it
 # becomes server.Version, which devices and MCP clients are told. The builds
 # are static (CGO_ENABLED=0; SQLite is pure Go), -trimpath, and stripped.
-# JOBS builds run at once (default 1: `go build` already uses every core).
 # .ci/run runs this script and then checks every binary's format with
 # XZ_CROSSBUILD_DIR=DIR go test ./cmd/xiaozhi-hub -run TestCrossBuilds.
 set -euo pipefail
@@ -32,12 +31,11 @@ targets=(
   "windows/amd64 windows_amd64"
 )
 
-out=dist version='' jobs=1
-while getopts "o:v:j:h" opt; do
+out=dist version=''
+while getopts "o:v:h" opt; do
   case $opt in
     o) out=$OPTARG ;;
     v) version=$OPTARG ;;
-    j) jobs=$OPTARG ;;
     *) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
@@ -79,18 +77,17 @@ build() {
   echo "built $2 ($1)"
 }
 
-pids=() failed=0
+# One after the other: each `go build` already uses every core. Every
+# platform is tried, so that one run names all that fail.
+failed=()
 for t in "${targets[@]}"; do
   # shellcheck disable=SC2086 # "os/arch name": two words on purpose
-  build $t &
-  pids+=($!)
-  if [ "${#pids[@]}" -ge "$jobs" ]; then
-    wait "${pids[0]}" || failed=1
-    pids=("${pids[@]:1}")
-  fi
+  build $t || failed+=("${t% *}")
 done
-for p in "${pids[@]}"; do wait "$p" || failed=1; done
-[ "$failed" = 0 ] || { echo "release.sh: a build failed" >&2; exit 1; }
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "release.sh: does not build for ${failed[*]}" >&2
+  exit 1
+fi
 
 # Pack: tar.gz (zip for Windows), owner root and the commit's time in every
 # entry, so that the same commit gives the same bytes.
