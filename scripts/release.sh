@@ -36,7 +36,8 @@ while getopts "o:v:h" opt; do
   case $opt in
     o) out=$OPTARG ;;
     v) version=$OPTARG ;;
-    *) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    h) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) sed -n '2,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
   esac
 done
 if [ -z "$version" ]; then
