@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"debug/elf"
@@ -59,7 +58,7 @@ func TestCrossBuilds(t *testing.T) {
 			if h := sha256.Sum256(data); sums[c.archive] != hex.EncodeToString(h[:]) {
 				t.Errorf("%s: SHA256SUMS says %q, the file is %x", c.archive, sums[c.archive], h)
 			}
-			files := unpack(t, c.archive, data)
+			files := unpack(t, filepath.Join(dir, c.archive), data)
 			for _, f := range []string{"xiaozhi-hub.service", "hub.yaml"} {
 				if files[f] != readRepoFile(t, "deploy/"+f) {
 					t.Errorf("%s: %s differs from deploy/%s", c.archive, f, f)
@@ -106,7 +105,8 @@ func readSums(t *testing.T, path string) map[string]string {
 
 // unpack returns the regular files of a .tar.gz or .zip by base name; they
 // must all be in one directory named after the archive.
-func unpack(t *testing.T, name string, data []byte) map[string]string {
+func unpack(t *testing.T, path string, data []byte) map[string]string {
+	name := filepath.Base(path)
 	t.Helper()
 	top := strings.TrimSuffix(strings.TrimSuffix(name, ".zip"), ".tar.gz") + "/"
 	files := map[string]string{}
@@ -127,21 +127,21 @@ func unpack(t *testing.T, name string, data []byte) map[string]string {
 		}
 		for _, f := range z.File {
 			if f.Mode().IsRegular() {
-				rc, err := f.Open()
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				add(f.Name, rc)
-				rc.Close()
+				add(f.Name, bytes.NewReader(inflate(t, path, f)))
 			}
 		}
 		return files
 	}
-	gz, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+	// gzip(1), not compress/gzip: under -race, Go's inflate of ~150 MB takes
+	// a minute and the tool a second.
+	cmd := exec.Command("gzip", "-dc")
+	cmd.Stdin = bytes.NewReader(data)
+	var tarData bytes.Buffer
+	cmd.Stdout = &tarData
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: gzip -dc: %v", name, err)
 	}
-	tr := tar.NewReader(gz)
+	tr := tar.NewReader(&tarData)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -160,6 +160,29 @@ func unpack(t *testing.T, name string, data []byte) map[string]string {
 			add(h.Name, tr)
 		}
 	}
+}
+
+// inflate returns a zip entry's content, with unzip(1) when there is one
+// (see the note on gzip above) and archive/zip otherwise.
+func inflate(t *testing.T, zipPath string, f *zip.File) []byte {
+	t.Helper()
+	if _, err := exec.LookPath("unzip"); err == nil && !strings.ContainsAny(f.Name, "*?[]\\") {
+		out, err := exec.Command("unzip", "-p", zipPath, f.Name).Output()
+		if err != nil {
+			t.Fatalf("%s: unzip -p %s: %v", zipPath, f.Name, err)
+		}
+		return out
+	}
+	rc, err := f.Open()
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name, err)
+	}
+	return b
 }
 
 // elfOf wants a static executable (no interpreter) of this class and machine.
