@@ -91,7 +91,7 @@ if [ "${#failed[@]}" -gt 0 ]; then
 fi
 
 # Pack: tar.gz (zip for Windows), owner root and the commit's time in every
-# entry, so that the same commit gives the same bytes.
+# entry (zip keeps local time: UTC), so that the same commit gives the same bytes.
 find "$work" -exec touch -h -d "@$epoch" {} +
 names=()
 for t in "${targets[@]}"; do
@@ -99,9 +99,9 @@ for t in "${targets[@]}"; do
   if [[ $name == *windows* ]]; then
     rm -f "$out/$name.zip"
     if command -v zip >/dev/null; then
-      (cd "$work" && zip -qrX "$out/$name.zip" "$name")
+      (cd "$work" && TZ=UTC zip -qrX "$out/$name.zip" "$name")
     else
-      (cd "$work" && python3 -m zipfile -c "$out/$name.zip" "$name")
+      (cd "$work" && TZ=UTC python3 -m zipfile -c "$out/$name.zip" "$name")
     fi
     names+=("$name.zip")
   else
