@@ -73,16 +73,17 @@ type Settings struct {
 // packets of the encoder's automatic 64 kbps for 24 kHz mono.
 var Speech = Settings{Complexity: 5, Bitrate: 32000}
 
-// Check reports what is wrong with s, if anything.
-func (s Settings) Check() error {
+// Check lists what is wrong with s, each error starting with the
+// setting's name ("complexity: 11 is outside 0..10").
+func (s Settings) Check() []error {
 	var errs []error
 	if s.Complexity < 0 || s.Complexity > 10 {
-		errs = append(errs, fmt.Errorf("complexity %d is outside 0..10", s.Complexity))
+		errs = append(errs, fmt.Errorf("complexity: %d is outside 0..10", s.Complexity))
 	}
 	if s.Bitrate < 6000 || s.Bitrate > 510000 {
-		errs = append(errs, fmt.Errorf("bitrate %d is outside 6000..510000", s.Bitrate))
+		errs = append(errs, fmt.Errorf("bitrate: %d is outside 6000..510000", s.Bitrate))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // NewEncoder returns an encoder with the Speech settings at rate (8, 12,
@@ -94,7 +95,7 @@ func NewEncoder(rate, frameMs int) (*Encoder, error) { return Speech.NewEncoder(
 // and hybrid modes, which a voice hint at 32 kbps selects, cost 1.5–2.6
 // times the CPU in gopus.
 func (s Settings) NewEncoder(rate, frameMs int) (*Encoder, error) {
-	if err := s.Check(); err != nil {
+	if err := errors.Join(s.Check()...); err != nil {
 		return nil, fmt.Errorf("opus encoder: %w", err)
 	}
 	e, err := gopus.NewEncoder(gopus.EncoderConfig{SampleRate: rate, Channels: 1, Application: gopus.ApplicationAudio})

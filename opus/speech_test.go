@@ -243,15 +243,15 @@ func TestSpeechQuality(t *testing.T) {
 
 func TestSettingsCheck(t *testing.T) {
 	for _, s := range []Settings{{Complexity: -1, Bitrate: 32000}, {Complexity: 11, Bitrate: 32000}, {Complexity: 5, Bitrate: 5999}, {Complexity: 5, Bitrate: 600000}} {
-		if s.Check() == nil {
+		if len(s.Check()) != 1 {
 			t.Errorf("%+v passed the check", s)
 		}
 		if _, err := s.NewEncoder(24000, 60); err == nil {
 			t.Errorf("%+v made an encoder", s)
 		}
 	}
-	if err := Speech.Check(); err != nil {
-		t.Fatal(err)
+	if errs := Speech.Check(); errs != nil {
+		t.Fatal(errs)
 	}
 }
 
