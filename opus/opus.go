@@ -64,13 +64,13 @@ type Settings struct {
 
 // Speech is the encoder's default: complexity 5 and 32 kbps.
 //
-// Complexity 5 keeps the CELT pitch prefilter (harmonic speech loses 1.4
+// Complexity 5 keeps the CELT pitch prefilter (voiced speech loses 1.5
 // dB of segmental SNR without it, at complexity 4) and leaves out the
-// tonality analysis (complexity 7 and up), which only steers choices the
-// encoder has no use for here: within 0.5 dB segmental SNR and 0.1 dB
-// log-spectral distance of complexity 10 (speech_test.go), for about 20%
-// less CPU per frame. 32 kbps is speech's rate, not music's: half the
-// packets of the encoder's automatic 64 kbps for 24 kHz mono.
+// tonality analysis (complexity 7 and up): within 0.5 dB segmental SNR
+// and 0.1 dB log-spectral distance of complexity 10 (speech_test.go), for
+// about 20% less CPU per frame. 32 kbps is a rate for speech, not music:
+// packets half the size of the encoder's automatic 64 kbps for 24 kHz
+// mono.
 var Speech = Settings{Complexity: 5, Bitrate: 32000}
 
 // Check lists what is wrong with s, each error starting with the
@@ -92,7 +92,7 @@ func NewEncoder(rate, frameMs int) (*Encoder, error) { return Speech.NewEncoder(
 
 // NewEncoder returns an encoder with s at rate for frames of frameMs. It
 // codes CELT only, as the encoder chose on its own at 64 kbps: its SILK
-// and hybrid modes, which a voice hint at 32 kbps selects, cost 1.5–2.6
+// and hybrid modes, which a voice hint at 32 kbps selects, cost 1.5–2.3
 // times the CPU in gopus.
 func (s Settings) NewEncoder(rate, frameMs int) (*Encoder, error) {
 	if err := errors.Join(s.Check()...); err != nil {
