@@ -300,3 +300,32 @@ func BenchmarkEncodeSpeech(b *testing.B) {
 		})
 	}
 }
+
+// The voice engine's codec encodes with the settings it is given, and
+// with Speech when given none: an operator's opus-bitrate reaches the
+// device's packets.
+func TestCodecSettings(t *testing.T) {
+	pcm := synthSpeech(24000, 1, 2)
+	size := func(c Codec) int {
+		enc, err := c.NewEncoder(24000, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for i := 0; i+1440 <= len(pcm); i += 1440 {
+			pkt, err := enc.Encode(pcm[i : i+1440])
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(pkt)
+		}
+		return n
+	}
+	def, speech, high := size(Codec{}), size(Codec{Settings: Speech}), size(Codec{Settings: Settings{Complexity: 5, Bitrate: 64000}})
+	if def != speech || high < def*3/2 {
+		t.Fatalf("bytes for a second of speech: zero settings %d, Speech %d, 64 kbps %d", def, speech, high)
+	}
+	if _, err := (Codec{Settings: Settings{Complexity: 11, Bitrate: 32000}}).NewEncoder(24000, 60); err == nil {
+		t.Fatal("complexity 11 made an encoder")
+	}
+}
