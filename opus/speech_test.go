@@ -231,7 +231,6 @@ func TestSpeechQuality(t *testing.T) {
 				name, s.Complexity, s.Bitrate/1000, size, snr, lsd)
 			return snr, lsd
 		}
-		measure(Settings{Complexity: 10, Bitrate: 64000})
 		refSNR, refLSD := measure(Settings{Complexity: 10, Bitrate: Speech.Bitrate})
 		snr, lsd := measure(Speech)
 		if snr < refSNR-0.5 || lsd > refLSD+0.1 {
