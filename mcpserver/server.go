@@ -80,6 +80,10 @@ type Options struct {
 	// who loses a home loses its tools at once
 	// (notifications/tools/list_changed), before their next request.
 	People People
+	// Services, if set, are offered beside the devices (catalog.Options.Services);
+	// their changes (a service created, deleted, going on- or offline, new
+	// tools) update the sessions' lists as the devices' do.
+	Services catalog.Services
 	// Version is reported to clients in serverInfo.
 	Version string
 	Logger  *slog.Logger
@@ -151,7 +155,7 @@ func New(reg *registry.Registry, opts Options) *Server {
 		log:  opts.Logger,
 		cat: catalog.New(reg, catalog.Options{
 			AllowUserOnly: opts.AllowUserOnly, DirectLimit: opts.DirectLimit, IncludeOffline: opts.IncludeOffline,
-			MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp",
+			MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp", Services: opts.Services,
 		}),
 		reg:      reg,
 		sessions: map[string]*session{},
@@ -266,14 +270,20 @@ func (s *Server) watch() {
 	timer.Stop()
 	defer timer.Stop()
 	seen := s.reg.ToolsGeneration()
-	var people <-chan struct{} // nil (never ready) without People
-	var peopleSeen uint64
+	var people, svcs <-chan struct{} // nil (never ready) without People, Services
+	var peopleSeen, svcSeen uint64
 	if s.opts.People != nil {
 		peopleSeen = s.opts.People.Generation()
+	}
+	if s.opts.Services != nil {
+		svcSeen = s.opts.Services.Generation()
 	}
 	for {
 		if s.opts.People != nil {
 			people = s.opts.People.Changed(peopleSeen)
+		}
+		if s.opts.Services != nil {
+			svcs = s.opts.Services.Changed(svcSeen)
 		}
 		select {
 		case <-s.quit:
@@ -285,6 +295,7 @@ func (s *Server) watch() {
 			}
 			continue
 		case <-s.reg.ToolsChanged(seen):
+		case <-svcs:
 		}
 		timer.Reset(s.opts.Debounce)
 		select {
@@ -293,6 +304,9 @@ func (s *Server) watch() {
 		case <-timer.C:
 		}
 		seen = s.reg.ToolsGeneration()
+		if s.opts.Services != nil {
+			svcSeen = s.opts.Services.Generation()
+		}
 		s.openMu.Lock()
 		s.sweep()
 		s.openMu.Unlock()
@@ -312,6 +326,9 @@ func title(t catalog.Tool) string {
 		return "Call a device tool"
 	case catalog.ToolSendIoTCommands:
 		return "Send IoT commands"
+	}
+	if t.Kind == catalog.KindService {
+		return t.Target + " · service " + t.Service
 	}
 	return t.Target + " · " + t.DeviceID
 }
