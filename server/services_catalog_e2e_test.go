@@ -1,0 +1,214 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"go/token"
+	"go/types"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/opus"
+	"github.com/xiaozhi-hub/hub/server"
+)
+
+// calcTool is the calculator of 78/mcp-calculator: one tool, calculator,
+// with a python_expression.
+const calcTool = `[{"name":"calculator","description":"For mathamatical calculation, always use this tool to calculate the result of a python expression.",` +
+	`"inputSchema":{"type":"object","properties":{"python_expression":{"type":"string"}},"required":["python_expression"]}}]`
+
+// calcProgram connects to a service's endpoint URL as a program written
+// for xiaozhi.me would, and serves the calculator (Go constant
+// expressions stand in for Python's). It returns a function that ends the
+// connection.
+func calcProgram(t *testing.T, url string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ws, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_, data, err := ws.Read(ctx)
+			if err != nil {
+				return
+			}
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params struct {
+					Arguments struct {
+						Expr string `json:"python_expression"`
+					} `json:"arguments"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(data, &req) != nil || len(req.ID) == 0 {
+				continue
+			}
+			var result string
+			switch req.Method {
+			case "initialize":
+				result = `{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"Calculator","version":"1"}}`
+			case "tools/list":
+				result = `{"tools":` + calcTool + `}`
+			case "tools/call":
+				v, err := types.Eval(token.NewFileSet(), nil, token.NoPos, req.Params.Arguments.Expr)
+				text, _ := json.Marshal(map[string]any{"success": err == nil, "result": v.Value.String()})
+				b, _ := json.Marshal(string(text))
+				result = `{"content":[{"type":"text","text":` + string(b) + `}]}`
+			default:
+				result = `{}`
+			}
+			if ws.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+result+`}`)) != nil {
+				return
+			}
+		}
+	}()
+	stop = func() { cancel(); _ = ws.CloseNow(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+// newService creates an endpoint service (for a home, if given) with the
+// admin token, connects the calculator to it and waits until it is online.
+func (h *testHub) newService(name, home string) (stop func()) {
+	h.t.Helper()
+	st, body := h.call("POST", "/api/services", map[string]any{"name": name, "home": home})
+	if st != 201 {
+		h.t.Fatalf("POST /api/services: %d %v", st, body)
+	}
+	stop = calcProgram(h.t.(*testing.T), body["url"].(string))
+	waitFor(h.t, name+" online", func() bool {
+		v, err := server.ServicesOf(h.Hub).Service(nil, name)
+		return err == nil && v.Online && len(v.Tools) == 1
+	})
+	return stop
+}
+
+// The calculator service's tool is offered beside the devices' over /mcp
+// under its own name (scalc_calculator), found by search_devices and
+// called both ways; when its program goes, the session is told its list
+// changed and the tool is gone.
+func TestServiceToolOverMCP(t *testing.T) {
+	h := startHub(t, "", nil)
+	stop := h.newService("calc", "")
+	changed := make(chan struct{}, 16)
+	cs := mcpAs(t, h, h.Token, func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} })
+	name := catalog.ServiceKey("calc") + "_calculator"
+	if name != "scalc_calculator" || !slices.Contains(mcpTools(t, cs), name) {
+		t.Fatalf("/mcp tools: %v", mcpTools(t, cs))
+	}
+	if text, failed := mcpCall(cs, name, map[string]any{"python_expression": "6*7"}); failed || !strings.Contains(text, `"result":"42"`) {
+		t.Fatalf("%s: %s", name, text)
+	}
+	text, _ := mcpCall(cs, catalog.ToolSearchDevices, map[string]any{"query": "calculation"})
+	if !strings.Contains(text, `"device_id":"service:calc"`) || !strings.Contains(text, `"agent_tool":"scalc_calculator"`) {
+		t.Fatalf("search_devices does not find the calculator: %s", text)
+	}
+	// The calls are in the history under the service, made over /mcp.
+	st, calls := h.call("GET", "/api/calls", nil)
+	if st != 200 || !strings.Contains(toJSON(calls), `"deviceId":"service:calc"`) || !strings.Contains(toJSON(calls), `"caller":"mcp"`) {
+		t.Fatalf("GET /api/calls: %d %s", st, toJSON(calls))
+	}
+
+	stop() // the program goes: the service is offline
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after the service went offline")
+	}
+	waitFor(t, "the tool withdrawn", func() bool { return !slices.Contains(mcpTools(t, cs), name) })
+}
+
+// A home's service is its people's only: to a person of another home it
+// is absent from /mcp and search, and calling it fails exactly as calling
+// a service that does not exist; the home's own people call it.
+func TestServiceOfAHomeIsItsPeoplesOnly(t *testing.T) {
+	h := startHub(t, "", nil)
+	w := startTwoHomes(t, h)
+	h.newService("bcalc", w.homeB) // bob's home; alice is not in it
+	name := catalog.ServiceKey("bcalc") + "_calculator"
+
+	bob := mcpAs(t, h, w.bob)
+	if text, failed := mcpCall(bob, name, map[string]any{"python_expression": "6*7"}); failed || !strings.Contains(text, `"result":"42"`) {
+		t.Fatalf("bob calls his home's calculator: %s", text)
+	}
+	alice := mcpAs(t, h, w.alice)
+	if slices.Contains(mcpTools(t, alice), name) {
+		t.Fatalf("alice is offered home B's service: %v", mcpTools(t, alice))
+	}
+	if text, _ := mcpCall(alice, catalog.ToolSearchDevices, map[string]any{"query": "calculator"}); strings.Contains(text, "bcalc") {
+		t.Fatalf("alice's search finds home B's service: %s", text)
+	}
+	args := map[string]any{"python_expression": "6*7"}
+	foreign, failed := mcpCall(alice, catalog.ToolCallDeviceTool, map[string]any{"device_id": "service:bcalc", "tool": "calculator", "arguments": args})
+	unknown, _ := mcpCall(alice, catalog.ToolCallDeviceTool, map[string]any{"device_id": "service:nope1", "tool": "calculator", "arguments": args})
+	if !failed || strings.ReplaceAll(foreign, "bcalc", "X") != strings.ReplaceAll(unknown, "nope1", "X") {
+		t.Fatalf("alice calls home B's service: %q; an unknown one: %q", foreign, unknown)
+	}
+	foreign, _ = mcpCall(alice, catalog.ToolGetDevice, map[string]any{"device_id": "service:bcalc"})
+	unknown, _ = mcpCall(alice, catalog.ToolGetDevice, map[string]any{"device_id": "service:nope1"})
+	if strings.ReplaceAll(foreign, "bcalc", "X") != strings.ReplaceAll(unknown, "nope1", "X") {
+		t.Fatalf("alice describes home B's service: %q; an unknown one: %q", foreign, unknown)
+	}
+}
+
+// A device is asked a sum aloud: the model (a stand-in speaking OpenAI's
+// wire format) calls the calculator service's tool through the device's
+// voice agent, reads its result, and the answer is spoken to the device.
+func TestVoiceAnswersWithAService(t *testing.T) {
+	const talkerID = "aa:00:00:00:7b:01"
+	p := newProviders(t, "scalc_calculator")
+	p.args = `{"python_expression":"6*7"}`
+	h := talkingHub(t, p, nil)
+	h.newService("calc", "")
+	c := h.rawDevice(talkerID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	send(t, c, `{"session_id":"s","type":"listen","state":"start","mode":"manual"}`)
+	for _, f := range speech(t) {
+		if err := c.Write(ctx, websocket.MessageBinary, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(t, c, `{"session_id":"s","type":"listen","state":"stop"}`)
+	var texts []string
+	dec, _ := opus.NewDecoder(24000)
+	audio := 0
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("read: %v (so far %v)", err, texts)
+		}
+		if typ == websocket.MessageBinary {
+			if _, err := dec.Decode(data); err == nil {
+				audio++
+			}
+			continue
+		}
+		texts = append(texts, string(data))
+		if strings.Contains(string(data), `"state":"stop"`) {
+			break
+		}
+	}
+	if got := strings.Join(texts, "\n"); !strings.Contains(got, `"state":"sentence_start","text":"`+answer+`"`) || audio == 0 {
+		t.Fatalf("the device did not hear the answer (%d audio frames):\n%s", audio, got)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.results) != 1 || !strings.Contains(p.results[0], `\"result\":\"42\"`) && !strings.Contains(p.results[0], `"result":"42"`) {
+		t.Fatalf("the model was sent %q", p.results)
+	}
+	if !slices.Contains(p.tools, "scalc_calculator") {
+		t.Fatalf("the model was offered %v", p.tools)
+	}
+}
