@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"go/token"
 	"go/types"
@@ -23,11 +24,12 @@ import (
 const calcTool = `[{"name":"calculator","description":"For mathamatical calculation, always use this tool to calculate the result of a python expression.",` +
 	`"inputSchema":{"type":"object","properties":{"python_expression":{"type":"string"}},"required":["python_expression"]}}]`
 
-// calcProgram connects to a service's endpoint URL as a program written
-// for xiaozhi.me would, and serves the calculator (Go constant
-// expressions stand in for Python's). It returns a function that ends the
+// program connects to a service's endpoint URL as a program written for
+// xiaozhi.me would, and serves tools (the raw JSON array of tools/list):
+// the calculator (Go constant expressions stand in for Python's), and any
+// other tool answers "ran <name>". It returns a function that ends the
 // connection.
-func calcProgram(t *testing.T, url string) (stop func()) {
+func program(t *testing.T, url, tools string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ws, _, err := websocket.Dial(ctx, url, nil)
@@ -46,6 +48,7 @@ func calcProgram(t *testing.T, url string) (stop func()) {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
 				Params struct {
+					Name      string `json:"name"`
 					Arguments struct {
 						Expr string `json:"python_expression"`
 					} `json:"arguments"`
@@ -59,10 +62,13 @@ func calcProgram(t *testing.T, url string) (stop func()) {
 			case "initialize":
 				result = `{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"Calculator","version":"1"}}`
 			case "tools/list":
-				result = `{"tools":` + calcTool + `}`
+				result = `{"tools":` + tools + `}`
 			case "tools/call":
-				v, err := types.Eval(token.NewFileSet(), nil, token.NoPos, req.Params.Arguments.Expr)
-				text, _ := json.Marshal(map[string]any{"success": err == nil, "result": v.Value.String()})
+				text := []byte("ran " + req.Params.Name)
+				if req.Params.Name == "calculator" {
+					v, err := types.Eval(token.NewFileSet(), nil, token.NoPos, req.Params.Arguments.Expr)
+					text, _ = json.Marshal(map[string]any{"success": err == nil, "result": v.Value.String()})
+				}
 				b, _ := json.Marshal(string(text))
 				result = `{"content":[{"type":"text","text":` + string(b) + `}]}`
 			default:
@@ -82,14 +88,20 @@ func calcProgram(t *testing.T, url string) (stop func()) {
 // admin token, connects the calculator to it and waits until it is online.
 func (h *testHub) newService(name, home string) (stop func()) {
 	h.t.Helper()
+	return h.newServiceWith(name, home, calcTool)
+}
+
+// newServiceWith is newService with tools of one's own.
+func (h *testHub) newServiceWith(name, home, tools string) (stop func()) {
+	h.t.Helper()
 	st, body := h.call("POST", "/api/services", map[string]any{"name": name, "home": home})
 	if st != 201 {
 		h.t.Fatalf("POST /api/services: %d %v", st, body)
 	}
-	stop = calcProgram(h.t.(*testing.T), body["url"].(string))
+	stop = program(h.t.(*testing.T), body["url"].(string), tools)
 	waitFor(h.t, name+" online", func() bool {
 		v, err := server.ServicesOf(h.Hub).Service(nil, name)
-		return err == nil && v.Online && len(v.Tools) == 1
+		return err == nil && v.Online && len(v.Tools) > 0
 	})
 	return stop
 }
@@ -210,5 +222,30 @@ func TestVoiceAnswersWithAService(t *testing.T) {
 	}
 	if !slices.Contains(p.tools, "scalc_calculator") {
 		t.Fatalf("the model was offered %v", p.tools)
+	}
+}
+
+// With 20 services of 20 tools each online, the agent is offered the four
+// hub tools per turn (not 400): the stand-in model finds a service's tool
+// through them and calls it with call_device_tool.
+func TestAgentToolsPerTurnWith20Services(t *testing.T) {
+	p := newProviders(t, catalog.ToolCallDeviceTool)
+	p.args = `{"device_id":"service:svc07","tool":"tool_13","arguments":{}}`
+	h := talkingHub(t, p, nil)
+	for i := range 20 {
+		var tools []string
+		for j := range 20 {
+			tools = append(tools, fmt.Sprintf(`{"name":"tool_%02d","description":"thing %d of service %d","inputSchema":{"type":"object","properties":{}}}`, j, j, i))
+		}
+		h.newServiceWith(fmt.Sprintf("svc%02d", i), "", "["+strings.Join(tools, ",")+"]")
+	}
+	if st, _ := h.call("POST", "/api/agent/chat", map[string]any{"message": "run tool 13 of service 7"}); st != 200 {
+		t.Fatalf("chat: %d", st)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Logf("20 services × 20 tools online: the model was offered %d tools per turn: %v", len(p.tools), p.tools)
+	if len(p.tools) != 4 || len(p.results) != 1 || !strings.Contains(p.results[0], "ran tool_13") {
+		t.Fatalf("offered %v; results %q", p.tools, p.results)
 	}
 }
