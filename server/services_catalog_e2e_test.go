@@ -127,7 +127,7 @@ func TestServiceToolOverMCP(t *testing.T) {
 		t.Fatalf("search_devices does not find the calculator: %s", text)
 	}
 	// The calls are in the history under the service, made over /mcp.
-	st, calls := h.call("GET", "/api/calls", nil)
+	st, calls := h.call("GET", "/api/calls?device=service:calc", nil)
 	if st != 200 || !strings.Contains(toJSON(calls), `"deviceId":"service:calc"`) || !strings.Contains(toJSON(calls), `"caller":"mcp"`) {
 		t.Fatalf("GET /api/calls: %d %s", st, toJSON(calls))
 	}
@@ -166,6 +166,22 @@ func TestServiceOfAHomeIsItsPeoplesOnly(t *testing.T) {
 	unknown, _ := mcpCall(alice, catalog.ToolCallDeviceTool, map[string]any{"device_id": "service:nope1", "tool": "calculator", "arguments": args})
 	if !failed || strings.ReplaceAll(foreign, "bcalc", "X") != strings.ReplaceAll(unknown, "nope1", "X") {
 		t.Fatalf("alice calls home B's service: %q; an unknown one: %q", foreign, unknown)
+	}
+	// The call history: bob sees his call, by the service's id too; to
+	// alice the service's calls are an unknown service's.
+	if st, body := h.callWith(w.bob, "GET", "/api/calls?device=service:bcalc", nil); st != 200 || !strings.Contains(toJSON(body), `"tool":"calculator"`) {
+		t.Fatalf("bob's calls of his service: %d %s", st, toJSON(body))
+	}
+	if _, body := h.callWith(w.bob, "GET", "/api/calls", nil); !strings.Contains(toJSON(body), `"deviceId":"service:bcalc"`) {
+		t.Fatalf("bob's calls: %s", toJSON(body))
+	}
+	if _, body := h.callWith(w.alice, "GET", "/api/calls", nil); strings.Contains(toJSON(body), "bcalc") {
+		t.Fatalf("alice's calls: %s", toJSON(body))
+	}
+	stF, bodyF := h.callWith(w.alice, "GET", "/api/calls?device=service:bcalc", nil)
+	stU, bodyU := h.callWith(w.alice, "GET", "/api/calls?device=service:nope1", nil)
+	if stF != 404 || stF != stU || strings.ReplaceAll(errMessage(bodyF), "bcalc", "X") != strings.ReplaceAll(errMessage(bodyU), "nope1", "X") {
+		t.Fatalf("alice asks for home B's service's calls: %d %v; an unknown one's: %d %v", stF, bodyF, stU, bodyU)
 	}
 	foreign, _ = mcpCall(alice, catalog.ToolGetDevice, map[string]any{"device_id": "service:bcalc"})
 	unknown, _ = mcpCall(alice, catalog.ToolGetDevice, map[string]any{"device_id": "service:nope1"})
