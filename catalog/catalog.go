@@ -17,6 +17,13 @@
 // pass the context on, so the registry applies the principal's rights
 // (hub.Principal.MayCall) and records who asked. A context without a
 // principal is the hub's own work and sees every device.
+//
+// With Options.Services, the services' tools (outside MCP servers, package
+// services) are offered beside the devices': each under its own name
+// (ServiceKey: "scalc_calculator") while the catalog is small, and always
+// through search_devices, get_device and call_device_tool as device_id
+// "service:<name>". Which services a principal sees and may call is the
+// services' to say (services.Manager), asked with the principal each time.
 package catalog
 
 import (

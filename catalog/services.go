@@ -134,6 +134,20 @@ func (c *Catalog) serviceLocked(ctx context.Context, name string) *serviceTools 
 	return st
 }
 
+// Services returns the services the principal in ctx sees, by name (none
+// without Options.Services). The views are shared: callers must not
+// modify them.
+func (c *Catalog) Services(ctx context.Context) []hub.ServiceView {
+	c.devicesFor(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []hub.ServiceView
+	for _, st := range c.servicesLocked(ctx) {
+		out = append(out, st.view)
+	}
+	return out
+}
+
 // offered reports whether a service's tools count and are offered in
 // direct mode.
 func (c *Catalog) offered(st *serviceTools) bool { return st.view.Online || c.opts.IncludeOffline }

@@ -126,7 +126,8 @@ type Server struct {
 const instructions = `This server controls the xiaozhi voice devices (smart speakers, lamps and other ESP32 gadgets) known to a xiaozhi-hub.
 Find devices with search_devices (by room and kind of device, in any language, e.g. "客厅 灯"), inspect one with get_device, then call its tools.
 Device tools check their arguments against the tool's schema; errors come back as tool results that say what to fix.
-Devices can be offline: calls to them then fail until they reconnect.`
+Devices can be offline: calls to them then fail until they reconnect.
+Services (outside tools such as a calculator) are offered the same way: their tools' names start with "s", and search_devices finds them as device_id "service:<name>".`
 
 // New returns an MCP server over reg. It starts nothing: it follows the
 // registry's changes from its first request on (before that, no MCP client

@@ -239,6 +239,9 @@ func TestVoiceAnswersWithAService(t *testing.T) {
 	if !slices.Contains(p.tools, "scalc_calculator") {
 		t.Fatalf("the model was offered %v", p.tools)
 	}
+	if !strings.Contains(p.system, "- calc (1 tools, online)") {
+		t.Fatalf("the system prompt does not name the service:\n%s", p.system)
+	}
 }
 
 // With 20 services of 20 tools each online, the agent is offered the four
