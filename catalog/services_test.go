@@ -18,6 +18,11 @@ import (
 // services of the hub (home "") with tools tools each, as they are cached
 // while their programs are away.
 func withServices(t *testing.T, n, tools int) *services.Manager {
+	return withServicesIn(t, "", n, tools)
+}
+
+// withServicesIn is withServices for services of one home.
+func withServicesIn(t *testing.T, home string, n, tools int) *services.Manager {
 	t.Helper()
 	db, err := store.Open(ctx0, filepath.Join(t.TempDir(), "hub.db"), store.Options{})
 	if err != nil {
@@ -27,7 +32,7 @@ func withServices(t *testing.T, n, tools int) *services.Manager {
 	for i := range n {
 		name := fmt.Sprintf("svc_%02d", i)
 		hash := sha256.Sum256([]byte(name)) // each its own token
-		if err := db.SaveService(ctx0, hub.Service{Name: name, Kind: hub.ServiceEndpoint, Created: time.Now(), TokenHash: hash[:]}); err != nil {
+		if err := db.SaveService(ctx0, hub.Service{Name: name, Kind: hub.ServiceEndpoint, Home: home, Created: time.Now(), TokenHash: hash[:]}); err != nil {
 			t.Fatal(err)
 		}
 		var ts []hub.Tool
@@ -76,5 +81,40 @@ func TestServicesToolCountPerTurn(t *testing.T) {
 	res := many.Search(ctx0, "weather tomorrow", 3)
 	if res.TotalServices != 20 || len(res.Results) == 0 || res.Results[0].ID != "service:svc_13" {
 		t.Fatalf("search finds %d of %d services, first %+v", len(res.Results), res.TotalServices, res.Results[0].ID)
+	}
+}
+
+// A home's service is offered to that home's devices' voices and people,
+// and to nobody else: not in the tools, the search, a lookup or a call.
+func TestServicesOfAHomeForItsDevicesOnly(t *testing.T) {
+	reg, _ := ct.NewHome(t, []ct.Spec{spec(1)})
+	cat := catalog.New(reg, catalog.Options{IncludeOffline: true, Services: withServicesIn(t, "B", 1, 2)})
+	const name = "ssvcU00_tool_00"
+	for _, c := range []struct {
+		who  string
+		p    *hub.Principal
+		sees bool
+	}{
+		{"a device of home B", hub.DevicePrincipal("aa:00:00:00:00:0b", "B"), true},
+		{"a person of home B", &hub.Principal{User: "bob", Homes: map[string]hub.Role{"B": hub.RoleGuest}}, true},
+		{"a device of home A", hub.DevicePrincipal("aa:00:00:00:00:0a", "A"), false},
+		{"a device in no home", hub.DevicePrincipal("aa:00:00:00:00:0c", ""), false},
+		{"a person of home A", &hub.Principal{User: "alice", Homes: map[string]hub.Role{"A": hub.RoleOwner}}, false},
+	} {
+		ctx := hub.WithPrincipal(ctx0, c.p)
+		offered := false
+		for _, tl := range cat.Tools(ctx) {
+			offered = offered || tl.Name == name
+		}
+		_, found := cat.Lookup(ctx, name)
+		searched := false
+		for _, r := range cat.Search(ctx, "tool_00", 5).Results {
+			searched = searched || r.ID == "service:svc_00"
+		}
+		res := cat.CallDeviceTool(ctx, "service:svc_00", "tool_00", nil)
+		called := res.Code != hub.ENOTFOUND
+		if offered != c.sees || found != c.sees || searched != c.sees || called != c.sees {
+			t.Fatalf("%s: offered %v, looked up %v, searched %v, called %v (%s); want %v", c.who, offered, found, searched, called, res.Text, c.sees)
+		}
 	}
 }
