@@ -18,7 +18,7 @@ Object.assign(MESSAGES.en, {
   "svc.copy": "Copy URL", "svc.copied": "Copied",
   "svc.online": "online", "svc.offline": "offline",
   "svc.configured": "configured in the config file",
-  "svc.tools": "{n} tools", "svc.noTools": "no tools yet",
+  "svc.tools": "{n} tools", "svc.tool1": "1 tool", "svc.noTools": "no tools yet",
   "svc.calls": "last calls", "svc.noCalls": "no calls yet",
   "svc.revoke": "Revoke",
   "svc.confirmRevoke": "Revoke the service \u201c{name}\u201d? Its URL stops working and its program is disconnected at once.",
@@ -34,7 +34,7 @@ Object.assign(MESSAGES.zh, {
   "svc.copy": "复制地址", "svc.copied": "已复制",
   "svc.online": "在线", "svc.offline": "离线",
   "svc.configured": "在配置文件中设置",
-  "svc.tools": "{n} 个工具", "svc.noTools": "暂无工具",
+  "svc.tools": "{n} 个工具", "svc.tool1": "1 个工具", "svc.noTools": "暂无工具",
   "svc.calls": "最近调用", "svc.noCalls": "暂无调用",
   "svc.revoke": "撤销",
   "svc.confirmRevoke": "撤销服务\u201c{name}\u201d？它的地址立即失效，程序会被断开。",
@@ -77,7 +77,7 @@ function serviceItem(s) {
   if (s.kind === "configured") li.append(lx("div", "muted small", () => t("svc.configured")));
   if (s.error) li.append(el("div", { class: "bad small" }, s.error));
   const tools = s.tools || [];
-  li.append(lx("div", "small", () => tools.length ? t("svc.tools", { n: tools.length }) : t("svc.noTools")));
+  li.append(lx("div", "small", () => t(tools.length === 1 ? "svc.tool1" : tools.length ? "svc.tools" : "svc.noTools", { n: tools.length })));
   if (tools.length) li.append(el("ul", { class: "svc-tools" }, ...tools.map(tl =>
     el("li", { class: "small" }, el("span", { class: "mono" }, tl.name), tl.description ? " — " + tl.description : ""))));
   const calls = svcCalls.filter(c => c.deviceId === SVC_PREFIX + s.name).slice(0, 5);
