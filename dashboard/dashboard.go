@@ -9,8 +9,8 @@
 // may instead paste the admin token, kept in the browser's local storage,
 // and sees every user, home and device.
 //
-// The page is written as five files (index.html, style.css, i18n.js,
-// app.js, people.js) and served as one document, the style and scripts inlined, so
+// The page is written as six files (index.html, style.css, i18n.js,
+// app.js, people.js, services.js) and served as one document, the style and scripts inlined, so
 // nothing is fetched but the API and nothing is downloaded from elsewhere.
 package dashboard
 
@@ -31,6 +31,8 @@ var (
 	app string
 	//go:embed people.js
 	people string
+	//go:embed services.js
+	servicesJS string
 	//go:embed device.html
 	device []byte
 	//go:embed consent.html
@@ -43,6 +45,7 @@ var page = []byte(strings.NewReplacer(
 	"/*I18N*/", i18n,
 	"/*APP*/", app,
 	"/*PEOPLE*/", people,
+	"/*SERVICES*/", servicesJS,
 ).Replace(shell))
 
 // Handler serves the page. It needs no token: it holds no data.

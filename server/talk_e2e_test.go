@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -32,6 +33,7 @@ type providers struct {
 	t        *testing.T
 	srv      *httptest.Server
 	lampTool string
+	args     string // the arguments the model calls lampTool with (default {})
 	mu       sync.Mutex
 	heardMs  int      // length of the audio the recognizer received
 	system   string   // the model's system prompt
@@ -101,7 +103,8 @@ func (p *providers) serve(w http.ResponseWriter, r *http.Request) {
 			w.(http.Flusher).Flush()
 		}
 		if req.Messages[len(req.Messages)-1].Role != "tool" {
-			chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"`+p.lampTool+`","arguments":"{}"}}]}`, "")
+			args, _ := json.Marshal(cmp.Or(p.args, "{}"))
+			chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"`+p.lampTool+`","arguments":`+string(args)+`}}]}`, "")
 			chunk(`{}`, "tool_calls")
 		} else {
 			for _, piece := range []string{"好的，", "客厅的灯", "已经打开了。"} {
@@ -274,7 +277,14 @@ func TestTalkOverMQTT(t *testing.T) {
 	if err := d.Publish([]byte(`{"session_id":"` + sid + `","type":"listen","state":"start","mode":"manual"}`)); err != nil {
 		t.Fatal(err)
 	}
+	// The firmware sends a frame every 60 ms after listen start; UDP and
+	// MQTT are not ordered with each other, so frames sent all at once
+	// can all arrive before the hub has read the listen start (and be
+	// dropped as audio outside a turn). Pace them as the device does.
+	tick := time.NewTicker(60 * time.Millisecond)
+	defer tick.Stop()
 	for _, f := range speech(t) {
+		<-tick.C
 		if err := ch.SendAudio(f, 0); err != nil {
 			t.Fatal(err)
 		}
