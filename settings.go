@@ -74,3 +74,7 @@ type Memory struct {
 	Text    string    `json:"text"`
 	Updated time.Time `json:"updated,omitzero"`
 }
+
+// EventMemoryUpdated: the model wrote a device's memory after a
+// conversation (data: {"chars": n}; the text only through the API).
+const EventMemoryUpdated = "memory_updated"

@@ -96,6 +96,10 @@ type Options struct {
 	Accounts Accounts
 	// Services serves /api/services (outside MCP tools); nil: 503.
 	Services Services
+	// Settings serves /api/settings (live settings, admin); nil: 503.
+	Settings Settings
+	// Personas serves the persona and memory routes; nil: 503.
+	Personas Personas
 }
 
 // Server is the HTTP API over a Registry. Mount it with Register.
@@ -108,6 +112,8 @@ type Server struct {
 	cluster   func() ClusterInfo
 	accounts  Accounts
 	services  Services
+	settings  Settings
+	personas  Personas
 	token     string
 	metrics   *metrics.Metrics
 	log       *slog.Logger
@@ -146,6 +152,8 @@ func New(opts Options) *Server {
 		cluster:   opts.Cluster,
 		accounts:  opts.Accounts,
 		services:  opts.Services,
+		settings:  opts.Settings,
+		personas:  opts.Personas,
 		token:     opts.Token,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
@@ -171,7 +179,7 @@ type methodHandler struct {
 // apiRoutes is every /api route: each service's file lists its own.
 func (s *Server) apiRoutes() []route {
 	var all []route
-	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes(), s.serviceRoutes()} {
+	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes(), s.serviceRoutes(), s.settingsRoutes(), s.personaRoutes()} {
 		all = append(all, rs...)
 	}
 	return append(all, route{"/api/openapi.json", []methodHandler{{"GET", s.serveOpenAPI}}})

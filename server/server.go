@@ -16,10 +16,12 @@ import (
 	"github.com/xiaozhi-hub/hub/config"
 	"github.com/xiaozhi-hub/hub/internal/datadir"
 	"github.com/xiaozhi-hub/hub/internal/refusals"
+	"github.com/xiaozhi-hub/hub/livesettings"
 	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/oauth"
 	"github.com/xiaozhi-hub/hub/ota"
+	"github.com/xiaozhi-hub/hub/persona"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/services"
 	"github.com/xiaozhi-hub/hub/session"
@@ -45,6 +47,9 @@ type Hub struct {
 	accounts *accounts.Service
 	services *services.Manager // outside MCP tools (services.go)
 	agent    *agent.Agent
+	live     *livesettings.Service // settings changed while running (live.go)
+	personas *persona.Service      // the assistant's persona and memory per device
+	sources  map[string]string     // where each setting came from (config.Sources)
 	mcp      *mcpserver.Server
 	closeMCP func() // once: ending the HTTP server and closing the MCP server both need it
 	voice    *voice.Engine
@@ -64,6 +69,14 @@ type Hub struct {
 // Open opens the data directory and the store, loads the registry and
 // starts listening (so that Addr is known, and a bad address fails here).
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
+	return OpenWithSources(ctx, cfg, nil, log)
+}
+
+// OpenWithSources is Open for a hub that knows where each setting came
+// from (config.Sources: the command's flags, environment and file), which
+// the live settings show and by which a flag's value stays fixed; with
+// nil, a value other than the default counts as the config file's.
+func OpenWithSources(ctx context.Context, cfg Config, sources map[string]string, log *slog.Logger) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -71,7 +84,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	h := &Hub{cfg: cfg.WithInProcessToken(), log: log, Metrics: metrics.New(), refusals: &refusals.Reports{}}
+	h := &Hub{cfg: cfg.WithInProcessToken(), log: log, Metrics: metrics.New(), refusals: &refusals.Reports{}, sources: sources}
 	// Each step pushes the closers of what it starts; a failed step, and
 	// Close, run them in reverse. The steps are thus the shutdown order
 	// read backwards: HTTP ends first; MQTT devices go offline with the
@@ -87,6 +100,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		h.openTrust,    // the device-auth policy (OTA), OAuth for /mcp
 		h.openAccounts, // users, homes and their tokens (accounts.go)
 		h.loadRegistry, // and the cluster's watch of the shared state
+		h.openLive,     // live settings, personas and memory (live.go)
 		func(context.Context) error { return h.openServices(vopts) }, // agent, /mcp, voice, device endpoint
 		// outside MCP tools: endpoints, mcp-servers (services.go)
 		h.openToolServices,
@@ -118,7 +132,8 @@ type Startup struct {
 
 // Startup describes the running hub for the startup log.
 func (h *Hub) Startup() Startup {
-	return Startup{Dashboard: h.URL() + "/", LLM: config.LLMSummary(h.agent.Config(), h.agent.Ready()), Speech: h.cfg.SpeechSummary()}
+	cur := h.live.Current()
+	return Startup{Dashboard: h.URL() + "/", LLM: config.LLMSummary(cur.Agent, cur.LLMErr), Speech: cur.Config.SpeechSummary()}
 }
 
 // Addr is the address the hub listens on.
