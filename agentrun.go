@@ -58,8 +58,12 @@ type AgentUsage struct {
 // AgentRun is what one run of the agent did. The registry separately
 // records each device call (with Caller "agent") in the hub's call history.
 type AgentRun struct {
-	ID       int64     `json:"id"`
-	Session  string    `json:"session"`
+	ID      int64  `json:"id"`
+	Session string `json:"session"`
+	// By says who asked ("agent for alice", "voice of <id>"); User is the
+	// person the run acted for ("" for the admin and a device's voice).
+	By       string    `json:"by,omitempty"`
+	User     string    `json:"user,omitempty"`
 	Input    string    `json:"input"`
 	Provider string    `json:"provider"`
 	Model    string    `json:"model"`

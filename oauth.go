@@ -60,6 +60,7 @@ type OAuthClientView struct {
 
 // OAuthGrantView is one approval of a client.
 type OAuthGrantView struct {
+	User           string     `json:"user,omitempty"` // who approved it ("": the admin)
 	Approved       time.Time  `json:"approved"`
 	AccessExpires  time.Time  `json:"accessExpires"`
 	RefreshExpires time.Time  `json:"refreshExpires"`

@@ -108,6 +108,13 @@ const (
 // time). It returns the run's record, whose Session names the session. It
 // fails only before the run starts (no model, empty message); failures
 // during the run end it with an error event and an outcome.
+//
+// The run acts for the principal ctx carries (hub.PrincipalFrom), as the
+// agent (hub.Principal.AsAgent): its system prompt and tools list only the
+// devices that principal sees, its calls are checked and recorded as that
+// principal's, and its sessions are that person's own (another person's
+// session id starts a new conversation). Without a principal it is the
+// hub's own run and sees every device.
 func (a *Agent) Run(ctx context.Context, session, message string, emit func(Event)) (RunRecord, error) {
 	return a.run(ctx, session, message, "", emit)
 }
@@ -115,7 +122,8 @@ func (a *Agent) Run(ctx context.Context, session, message string, emit func(Even
 // Speak answers what a person said aloud to a device: the run belongs to
 // the device's own conversation (its history is kept per device), and the
 // model is told which device it speaks through, so that "this device" or
-// "声音大一点" reaches that one while "打开客厅的灯" reaches any. It returns
+// "声音大一点" reaches that one while "打开客厅的灯" reaches any; ctx carries
+// the device's own principal (hub.DevicePrincipal). It returns
 // the answer's text; onText receives it as the model writes it. A run that
 // ends without an answer returns the reason as an error.
 func (a *Agent) Speak(ctx context.Context, deviceID, message string, onText func(string)) (string, error) {
@@ -144,6 +152,13 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 	if session == "" {
 		session = newSessionID()
 	}
+	var by, user string
+	if p := hub.PrincipalFrom(ctx); p != nil {
+		p = p.AsAgent()
+		ctx = hub.WithPrincipal(ctx, p)
+		by, user = p.Actor(), p.User
+	}
+	key := sessionKey(hub.PrincipalFrom(ctx), session)
 	if emit == nil {
 		emit = func(Event) {}
 	}
@@ -153,15 +168,15 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 		defer emitMu.Unlock()
 		emit(e)
 	}
-	s := a.sessions.get(session)
+	s := a.sessions.get(key)
 	s.mu.Lock() // one run at a time per session (on this node)
 	defer s.mu.Unlock()
-	a.loadShared(ctx, session, s)
+	a.loadShared(ctx, key, s)
 
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
 	start := a.cfg.Now()
-	rec := RunRecord{Session: session, Input: message, Provider: a.provider.Name(), Model: a.cfg.Model, Started: start}
+	rec := RunRecord{Session: session, By: by, User: user, Input: message, Provider: a.provider.Name(), Model: a.cfg.Model, Started: start}
 	msgs := append(s.history(), Message{Role: RoleUser, Text: message})
 
 	var final strings.Builder
@@ -173,8 +188,8 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 			break
 		}
 		rec.Steps = step
-		tools, direct := a.tools()
-		req := Request{Model: a.cfg.Model, System: a.systemPrompt(direct, speaker), MaxTokens: a.cfg.MaxTokens, Messages: msgs, Tools: tools}
+		tools, direct := a.tools(ctx)
+		req := Request{Model: a.cfg.Model, System: a.systemPrompt(ctx, direct, speaker), MaxTokens: a.cfg.MaxTokens, Messages: msgs, Tools: tools}
 		var onText func(string)
 		if !a.cfg.NoStream {
 			onText = func(t string) { send(Event{Type: EventText, Step: step, Text: t}) }
@@ -213,7 +228,7 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 		}
 	}
 	s.save(msgs)
-	a.saveShared(session, s)
+	a.saveShared(key, s)
 	rec.Text = final.String()
 	rec.DurationMs = ms(a.cfg.Now().Sub(start))
 	rec = a.runs.add(rec)
@@ -241,10 +256,10 @@ func (a *Agent) failure(ctx context.Context, err error) (outcome, msg string) {
 	return OutcomeError, err.Error()
 }
 
-// tools returns what the model is offered now, and whether device tools
-// are offered directly.
-func (a *Agent) tools() ([]ToolDef, bool) {
-	ts := a.cat.Tools()
+// tools returns what the model is offered now, for the principal in ctx,
+// and whether device tools are offered directly.
+func (a *Agent) tools(ctx context.Context) ([]ToolDef, bool) {
+	ts := a.cat.Tools(ctx)
 	direct := true
 	out := make([]ToolDef, 0, len(ts))
 	for _, t := range ts {
@@ -252,6 +267,17 @@ func (a *Agent) tools() ([]ToolDef, bool) {
 		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
 	}
 	return out, direct
+}
+
+// sessionKey is where the conversation session of p is kept: a person's
+// sessions are their own, so that nobody reads another's conversation by
+// naming its session; the admin's and a device's voice keep the id as
+// given (the voice's is "device:<id>", which a person's never is).
+func sessionKey(p *hub.Principal, session string) string {
+	if p == nil || p.Admin || p.Device != "" {
+		return session
+	}
+	return "user:" + p.User + "/" + session
 }
 
 func newSessionID() string {

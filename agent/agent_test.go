@@ -150,7 +150,7 @@ func TestSeedFlow(t *testing.T) {
 						t.Fatalf("%d model calls, want 3", n)
 					}
 					waitCall(t, reg, "self.lamp.turn_on", "agent")
-					if runs := a.Runs(10); len(runs) != 1 || runs[0].ID != rec.ID {
+					if runs := a.Runs(nil, 10); len(runs) != 1 || runs[0].ID != rec.ID {
 						t.Fatalf("run log %+v", runs)
 					}
 				})

@@ -1,6 +1,10 @@
 package agent
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/xiaozhi-hub/hub"
+)
 
 // runLog is a bounded in-memory log of runs, newest kept.
 type runLog struct {
@@ -29,8 +33,10 @@ func (l *runLog) add(r RunRecord) RunRecord {
 	return r
 }
 
-// Runs returns up to limit recent runs, newest first (limit ≤ 0: all kept).
-func (a *Agent) Runs(limit int) []RunRecord {
+// Runs returns up to limit recent runs that p may see, newest first
+// (limit ≤ 0: all kept). The admin (or nil, the hub itself) sees every
+// run; a person, the runs they asked for.
+func (a *Agent) Runs(p *hub.Principal, limit int) []RunRecord {
 	l := a.runs
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -38,14 +44,17 @@ func (a *Agent) Runs(limit int) []RunRecord {
 	if limit <= 0 || limit > n {
 		limit = n
 	}
+	all := p == nil || p.Admin
 	out := make([]RunRecord, 0, limit)
-	for i := 0; i < limit; i++ {
+	for i := 0; i < n && len(out) < limit; i++ {
 		// newest is just before next (or at the end while filling)
 		idx := (l.next - 1 - i + 2*n) % n
 		if len(l.buf) < cap(l.buf) {
 			idx = n - 1 - i
 		}
-		out = append(out, l.buf[idx])
+		if r := l.buf[idx]; all || (r.User != "" && r.User == p.User) {
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -22,7 +22,7 @@ func (a *Agent) runTools(ctx context.Context, step int, calls []ToolCall, send f
 	records := make([]CallRecord, len(calls))
 	for _, c := range calls {
 		e := Event{Type: EventToolCall, Step: step, ID: c.ID, Name: c.Name, Arguments: displayArgs(c.Input)}
-		if t, ok := a.cat.Lookup(c.Name); ok && t.Kind != catalog.KindHub {
+		if t, ok := a.cat.Lookup(ctx, c.Name); ok && t.Kind != catalog.KindHub {
 			e.DeviceID, e.Target = t.DeviceID, t.Target
 		}
 		send(e)
@@ -81,9 +81,10 @@ func displayArgs(in json.RawMessage) json.RawMessage {
 // maxContextDevices bounds the device list in the system prompt.
 const maxContextDevices = 40
 
-// systemPrompt tells the model what it is and which devices exist.
-func (a *Agent) systemPrompt(direct bool, speaker string) string {
-	devs := a.cat.Devices()
+// systemPrompt tells the model what it is and which devices exist: those
+// the principal in ctx sees.
+func (a *Agent) systemPrompt(ctx context.Context, direct bool, speaker string) string {
+	devs := a.cat.Devices(ctx)
 	online := 0
 	for _, d := range devs {
 		if d.Online {
@@ -101,7 +102,7 @@ func (a *Agent) systemPrompt(direct bool, speaker string) string {
 	b.WriteString("After acting, answer briefly in the user's language and say what you did.\n")
 	if speaker != "" {
 		name := "with id " + speaker
-		for _, d := range a.cat.Devices() {
+		for _, d := range devs {
 			if d.ID == speaker && d.Name != "" {
 				name = d.Name + " (id " + speaker + ")"
 			}

@@ -15,10 +15,13 @@ type Agent interface {
 	// saying what to set.
 	Ready() error
 	// Run answers one message in a session, calling emit for each event
-	// as it happens. It fails only before the run starts.
+	// as it happens, acting for the principal ctx carries (its devices
+	// only, its rights, its own sessions). It fails only before the run
+	// starts.
 	Run(ctx context.Context, session, message string, emit func(hub.AgentEvent)) (hub.AgentRun, error)
-	// Runs returns up to limit recent runs, newest first.
-	Runs(limit int) []hub.AgentRun
+	// Runs returns up to limit recent runs p may see (the admin: all; a
+	// person: their own), newest first.
+	Runs(p *hub.Principal, limit int) []hub.AgentRun
 }
 
 func (s *Server) agentRoutes() []route {
@@ -42,7 +45,10 @@ var chatSpec = bodySpec{
 // tool_result|text|done|error" and "data: <Event as JSON>"; the stream
 // ends after done. With "stream":false it is the run's record, as one JSON
 // object. Without a configured model it answers 503 saying what to set.
+// The agent runs as the person who asks: it sees and calls only their
+// devices.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	ctx := hub.WithPrincipal(r.Context(), principal(r))
 	if err := s.agent.Ready(); err != nil {
 		s.fail(w, r, err)
 		return
@@ -53,7 +59,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Stream != nil && !*req.Stream {
-		rec, err := s.agent.Run(r.Context(), req.Session, req.Message, nil)
+		rec, err := s.agent.Run(ctx, req.Session, req.Message, nil)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -62,7 +68,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A client that stops reading ends the run.
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var st *sseStream
 	emit := func(e hub.AgentEvent) {
@@ -84,7 +90,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // listRuns answers GET /api/agent/runs?limit=N (default 50):
-// {"runs":[…]}, newest first.
+// {"runs":[…]}, newest first: a person's own runs, or, for the admin, all.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	limit, err := parseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
@@ -94,5 +100,5 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	if limit == 0 {
 		limit = 50
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": s.agent.Runs(limit)})
+	writeJSON(w, http.StatusOK, map[string]any{"runs": s.agent.Runs(principal(r), limit)})
 }

@@ -12,6 +12,8 @@ type Accounts interface {
 	// Resolve returns the principal of a user's token (a login or a
 	// personal token), or EUNAUTHORIZED.
 	Resolve(secret string) (*hub.Principal, error)
+	// Principal returns a user's principal as of now (their homes), or false.
+	Principal(user string) (*hub.Principal, bool)
 }
 
 // requirePrincipal lets through requests that prove who they are, with

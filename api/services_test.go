@@ -26,6 +26,14 @@ func (oneUser) Resolve(secret string) (*hub.Principal, error) {
 	return nil, hub.Errorf(hub.EUNAUTHORIZED, "unknown token")
 }
 
+func (oneUser) Principal(user string) (*hub.Principal, bool) {
+	if user != "alice" {
+		return nil, false
+	}
+	p, _ := oneUser{}.Resolve("alice-token")
+	return p, true
+}
+
 func servicesServer(t *testing.T, withServices bool) string {
 	t.Helper()
 	ctx := context.Background()

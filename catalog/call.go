@@ -44,7 +44,7 @@ func errResult(err error) Result {
 
 // Call runs the agent tool called name with JSON object arguments.
 func (c *Catalog) Call(ctx context.Context, name string, args json.RawMessage) Result {
-	t, ok := c.Lookup(name)
+	t, ok := c.Lookup(ctx, name)
 	if !ok && fixedOnly(name) {
 		return c.bound(errResult(hub.Errorf(hub.ENOTFOUND, "%s is offered only when the hub has more devices than it lists directly; "+
 			"call the device's own tool instead (list the tools again to see them)", name)))
@@ -61,7 +61,7 @@ func (c *Catalog) Call(ctx context.Context, name string, args json.RawMessage) R
 // CallDeviceTool runs a device's tool named by its agent name or the
 // device's own name (MCP tool name, "Thing.Method", "Thing").
 func (c *Catalog) CallDeviceTool(ctx context.Context, deviceID, tool string, args json.RawMessage) Result {
-	t, _, err := c.resolve(deviceID, tool)
+	t, _, err := c.resolve(ctx, deviceID, tool)
 	if err != nil {
 		return c.bound(errResult(err))
 	}

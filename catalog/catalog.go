@@ -10,13 +10,22 @@
 // User-only tools (reboot, firmware upgrade, …) are never offered unless
 // Options.AllowUserOnly is set. Calls go through the registry, which
 // validates arguments against the tool's schema and records every call.
+//
+// Every view and call is a person's: the principal the context carries
+// (hub.PrincipalFrom) is offered only the devices it sees
+// (hub.Principal.Sees), and any other device is, to it, unknown. Calls
+// pass the context on, so the registry applies the principal's rights
+// (hub.Principal.MayCall) and records who asked. A context without a
+// principal is the hub's own work and sees every device.
 package catalog
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -94,7 +103,8 @@ func (o Options) withDefaults() Options {
 }
 
 // Catalog is the registry's devices as agent tools. It keeps a cache keyed
-// by each device's content. The cache is refreshed on use when the
+// by each device's content, shared by every principal, and each set of
+// homes' devices (a view) beside it. The cache is refreshed on use when the
 // registry's generation (Registry.Generation) has changed since the last
 // refresh, so it needs no goroutine. It is safe for concurrent use.
 type Catalog struct {
@@ -108,7 +118,14 @@ type Catalog struct {
 	devices []hub.Device // as of the last refresh; shared, read-only
 	devs    map[string]*deviceTools
 	keys    map[string]string // device key → device id
+	// views are the devices of a set of homes (homesKey), as of the
+	// generation of devices; at most maxViews, emptied when full.
+	views map[string][]hub.Device
 }
+
+// maxViews bounds the cached views: one per distinct set of homes asking
+// between two changes of the devices.
+const maxViews = 256
 
 // deviceTools is the cached catalog of one device.
 type deviceTools struct {
@@ -122,7 +139,7 @@ type deviceTools struct {
 // New returns a catalog over reg.
 func New(reg *registry.Registry, opts Options) *Catalog {
 	return &Catalog{reg: reg, opts: opts.withDefaults(), index: search.NewIndex(),
-		devs: map[string]*deviceTools{}, keys: map[string]string{}}
+		devs: map[string]*deviceTools{}, keys: map[string]string{}, views: map[string][]hub.Device{}}
 }
 
 // Close releases nothing: the catalog holds no subscription or goroutine.
@@ -132,12 +149,64 @@ func (c *Catalog) Close() {}
 // Options returns the catalog's options with defaults filled in.
 func (c *Catalog) Options() Options { return c.opts }
 
-// refresh brings the cache and the search index up to date with the
-// registry and returns the devices, sorted by room, name and id. The slice
-// is shared: callers must not modify it.
-func (c *Catalog) refresh() []hub.Device {
+// devicesFor brings the cache up to date and returns the devices the
+// principal in ctx sees, sorted by room, name and id. The slice is shared:
+// callers must not modify it.
+func (c *Catalog) devicesFor(ctx context.Context) []hub.Device {
+	p := hub.PrincipalFrom(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	all := c.refreshLocked()
+	if p == nil || p.Admin {
+		return all
+	}
+	key := homesKey(p)
+	if v, ok := c.views[key]; ok {
+		return v
+	}
+	v := []hub.Device{}
+	for _, d := range all {
+		if p.Sees(d.Home) {
+			v = append(v, d)
+		}
+	}
+	if len(c.views) >= maxViews {
+		clear(c.views)
+	}
+	c.views[key] = v
+	return v
+}
+
+// ViewKey names the devices p sees: equal keys, equal devices (nil and
+// the admin: every device).
+func ViewKey(p *hub.Principal) string {
+	if p == nil || p.Admin {
+		return "*"
+	}
+	return homesKey(p)
+}
+
+// homesKey names the set of homes p sees: each id ends with a 0 byte, so
+// that no homes ("") and the home "" ("\x00") differ.
+func homesKey(p *hub.Principal) string {
+	ids := slices.Sorted(maps.Keys(p.Homes))
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(id)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// sees reports whether the principal in ctx sees a device of home.
+func sees(ctx context.Context, home string) bool {
+	p := hub.PrincipalFrom(ctx)
+	return p == nil || p.Sees(home)
+}
+
+// refreshLocked brings the cache and the search index up to date with the
+// registry and returns every device, sorted by room, name and id.
+func (c *Catalog) refreshLocked() []hub.Device {
 	gen := c.reg.Generation() // before reading: a change after it is seen next time
 	if c.built && gen == c.gen {
 		return c.devices
@@ -145,6 +214,7 @@ func (c *Catalog) refresh() []hub.Device {
 	c.built, c.gen = true, gen
 	devs := c.reg.Devices()
 	c.devices = devs
+	clear(c.views)
 	seen := make(map[string]bool, len(devs))
 	keysChanged := len(c.devs) != len(devs)
 	for _, d := range devs {
@@ -240,7 +310,7 @@ func (c *Catalog) visible(tools []hub.Tool) []hub.Tool {
 
 // Direct reports whether agents are offered device tools directly (few
 // devices) rather than the hub tools.
-func (c *Catalog) Direct() bool { return c.direct(c.refresh()) }
+func (c *Catalog) Direct(ctx context.Context) bool { return c.direct(c.devicesFor(ctx)) }
 
 func (c *Catalog) direct(devs []hub.Device) bool {
 	if c.opts.DirectLimit < 0 {
@@ -266,9 +336,9 @@ const maxDirectTools = 100
 
 // Tools returns the tools to offer an agent now: with few devices, every
 // device tool plus search_devices and get_device; with many, the four hub
-// tools. Sorted by name.
-func (c *Catalog) Tools() []Tool {
-	devs := c.refresh()
+// tools. Sorted by name. Only the devices the principal in ctx sees count.
+func (c *Catalog) Tools(ctx context.Context) []Tool {
+	devs := c.devicesFor(ctx)
 	direct := c.direct(devs)
 	out := HubTools(direct)
 	if direct {
@@ -284,34 +354,36 @@ func (c *Catalog) Tools() []Tool {
 	return out
 }
 
-// DeviceTools returns the agent tools of one device, or ENOTFOUND.
-func (c *Catalog) DeviceTools(id string) ([]Tool, error) {
-	c.refresh()
+// DeviceTools returns the agent tools of one device, or ENOTFOUND (also
+// for a device the principal in ctx does not see).
+func (c *Catalog) DeviceTools(ctx context.Context, id string) ([]Tool, error) {
+	c.devicesFor(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dt := c.devs[id]
-	if dt == nil {
+	if dt == nil || !sees(ctx, dt.dev.Home) {
 		return nil, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub (search_devices lists devices)", id)
 	}
 	return slices.Clone(dt.tools), nil
 }
 
-// Devices returns every known device, sorted by room, name and id. The
-// slice is shared: callers must not modify it.
-func (c *Catalog) Devices() []hub.Device { return c.refresh() }
+// Devices returns the devices the principal in ctx sees, sorted by room,
+// name and id. The slice is shared: callers must not modify it.
+func (c *Catalog) Devices(ctx context.Context) []hub.Device { return c.devicesFor(ctx) }
 
-// Lookup returns the tool with an agent name (device or hub tool).
-func (c *Catalog) Lookup(name string) (Tool, bool) {
+// Lookup returns the tool with an agent name (device or hub tool) among
+// those of the principal in ctx.
+func (c *Catalog) Lookup(ctx context.Context, name string) (Tool, bool) {
 	if t, ok := hubTool(name); ok {
 		// Only what Tools offers now is callable: in direct mode the
 		// device tools stand in for call_device_tool and send_iot_commands.
-		return t, !fixedOnly(name) || !c.Direct()
+		return t, !fixedOnly(name) || !c.Direct(ctx)
 	}
-	c.refresh()
-	return c.lookupCached(name)
+	c.devicesFor(ctx)
+	return c.lookupCached(ctx, name)
 }
 
-func (c *Catalog) lookupCached(name string) (Tool, bool) {
+func (c *Catalog) lookupCached(ctx context.Context, name string) (Tool, bool) {
 	key, _, ok := strings.Cut(name, "_")
 	if !ok {
 		return Tool{}, false
@@ -319,7 +391,7 @@ func (c *Catalog) lookupCached(name string) (Tool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dt := c.devs[c.keys[key]]
-	if dt == nil {
+	if dt == nil || !sees(ctx, dt.dev.Home) {
 		return Tool{}, false
 	}
 	i, ok := dt.byName[name]
@@ -330,13 +402,14 @@ func (c *Catalog) lookupCached(name string) (Tool, bool) {
 }
 
 // resolve finds a device's tool by agent name or by the device's own name
-// for it (MCP tool name, "Thing.Method", "Thing").
-func (c *Catalog) resolve(deviceID, tool string) (Tool, hub.Device, error) {
-	c.refresh()
+// for it (MCP tool name, "Thing.Method", "Thing"), among the devices the
+// principal in ctx sees.
+func (c *Catalog) resolve(ctx context.Context, deviceID, tool string) (Tool, hub.Device, error) {
+	c.devicesFor(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dt := c.devs[deviceID]
-	if dt == nil {
+	if dt == nil || !sees(ctx, dt.dev.Home) {
 		return Tool{}, hub.Device{}, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub (use search_devices to find device ids)", deviceID)
 	}
 	if i, ok := dt.byName[tool]; ok {

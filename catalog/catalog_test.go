@@ -35,7 +35,7 @@ func find(t *testing.T, tools []catalog.Tool, target string) catalog.Tool {
 func TestDeviceToolsAndPolicy(t *testing.T) {
 	reg, _ := ct.NewHome(t, []ct.Spec{spec(1), spec(2)})
 	cat := catalog.New(reg, catalog.Options{})
-	tools := cat.Tools()
+	tools := cat.Tools(ctx0)
 	byTarget := map[string]catalog.Tool{}
 	for _, tool := range tools {
 		if !catalog.NamePattern.MatchString(tool.Name) {
@@ -79,7 +79,7 @@ func TestDeviceToolsAndPolicy(t *testing.T) {
 	}
 
 	allowed := catalog.New(reg, catalog.Options{AllowUserOnly: true})
-	dt, err := allowed.DeviceTools("aa:00:00:00:00:01")
+	dt, err := allowed.DeviceTools(ctx0, "aa:00:00:00:00:01")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestCallsAndErrors(t *testing.T) {
 	reg, devs := ct.NewHome(t, []ct.Spec{spec(1), spec(2)})
 	cat := catalog.New(reg, catalog.Options{})
 	ctx := context.Background()
-	lamp, _ := cat.DeviceTools("aa:00:00:00:00:01")
+	lamp, _ := cat.DeviceTools(ctx0, "aa:00:00:00:00:01")
 
 	r := cat.Call(ctx, find(t, lamp, "self.lamp.turn_on").Name, nil)
 	if r.IsError || r.Text != "true" || devs["aa:00:00:00:00:01"].State("lamp", "power") != true {
@@ -116,7 +116,7 @@ func TestCallsAndErrors(t *testing.T) {
 	}
 
 	// IoT: a method changes the state; the state tool answers from the cache.
-	floor, _ := cat.DeviceTools("aa:00:00:00:00:02")
+	floor, _ := cat.DeviceTools(ctx0, "aa:00:00:00:00:02")
 	r = cat.Call(ctx, find(t, floor, "Lamp.TurnOn").Name, json.RawMessage(`{}`))
 	if r.IsError || !strings.Contains(r.Text, `"reported_state":{"Lamp":{"power":true}}`) {
 		t.Fatalf("Lamp.TurnOn: %+v", r)
@@ -137,7 +137,7 @@ func TestCallsAndErrors(t *testing.T) {
 	if !r.IsError || r.Code != hub.EOFFLINE {
 		t.Fatalf("offline: %+v", r)
 	}
-	for _, tool := range cat.Tools() {
+	for _, tool := range cat.Tools(ctx0) {
 		if tool.DeviceID == "aa:00:00:00:00:01" {
 			t.Fatalf("offline device's tool %s still offered", tool.Target)
 		}
@@ -148,8 +148,8 @@ func TestHubToolsWithManyDevices(t *testing.T) {
 	reg, devs := ct.NewHome(t, ct.Home())
 	cat := catalog.New(reg, catalog.Options{})
 	ctx := context.Background()
-	tools := cat.Tools()
-	if len(tools) != 4 || cat.Direct() {
+	tools := cat.Tools(ctx0)
+	if len(tools) != 4 || cat.Direct(ctx0) {
 		t.Fatalf("with %d devices want the 4 hub tools, got %d", len(ct.Home()), len(tools))
 	}
 	r := cat.Call(ctx, catalog.ToolSearchDevices, json.RawMessage(`{"query":"客厅 灯","limit":2}`))

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -52,12 +53,13 @@ type SearchResult struct {
 
 const searchDescLimit = 160 // characters of a tool description in search results
 
-// Search finds devices (see package search); an empty query lists them.
-func (c *Catalog) Search(query string, limit int) SearchResult {
+// Search finds devices among those the principal in ctx sees (see package
+// search); an empty query lists them.
+func (c *Catalog) Search(ctx context.Context, query string, limit int) SearchResult {
 	if limit <= 0 {
 		limit = 5
 	}
-	devs := c.refresh()
+	devs := c.devicesFor(ctx)
 	direct := c.direct(devs)
 	out := SearchResult{Results: []DeviceInfo{}, TotalDevices: len(devs)}
 	byID := make(map[string]hub.Device, len(devs))
@@ -75,7 +77,8 @@ func (c *Catalog) Search(query string, limit int) SearchResult {
 		}
 		return out
 	}
-	for _, r := range c.index.Search(query, limit) {
+	seen := func(id string) bool { _, ok := byID[id]; return ok }
+	for _, r := range c.index.SearchWhere(query, limit, seen) {
 		if d, ok := byID[r.ID]; ok {
 			add(d, r.Score, r.Why)
 		}
@@ -86,9 +89,10 @@ func (c *Catalog) Search(query string, limit int) SearchResult {
 	return out
 }
 
-// Describe returns one device with all its tools and things.
-func (c *Catalog) Describe(id string) (DeviceInfo, error) {
-	devs := c.refresh()
+// Describe returns one device with all its tools and things, if the
+// principal in ctx sees it.
+func (c *Catalog) Describe(ctx context.Context, id string) (DeviceInfo, error) {
+	devs := c.devicesFor(ctx)
 	for _, d := range devs {
 		if d.ID == id {
 			return c.info(d, c.direct(devs), 0, true), nil

@@ -26,7 +26,7 @@ func (c *Catalog) callHub(ctx context.Context, name string, raw json.RawMessage)
 		if a.Limit < 0 || a.Limit > 20 {
 			return errResult(hub.Errorf(hub.EINVALID, "limit must be between 1 and 20, got %d", a.Limit))
 		}
-		return jsonResult(c.Search(*a.Query, a.Limit))
+		return jsonResult(c.Search(ctx, *a.Query, a.Limit))
 	case ToolGetDevice:
 		var a struct {
 			DeviceID string `json:"device_id"`
@@ -37,7 +37,7 @@ func (c *Catalog) callHub(ctx context.Context, name string, raw json.RawMessage)
 		if a.DeviceID == "" {
 			return errResult(hub.Errorf(hub.EINVALID, "device_id is required (search_devices finds it)"))
 		}
-		d, err := c.Describe(a.DeviceID)
+		d, err := c.Describe(ctx, a.DeviceID)
 		if err != nil {
 			return errResult(err)
 		}

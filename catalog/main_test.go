@@ -1,6 +1,7 @@
 package catalog_test
 
 import (
+	"context"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -8,3 +9,6 @@ import (
 
 // Every test closes what it starts; nothing may be left running.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// ctx0 carries no principal: the hub's own view, every device.
+var ctx0 = context.Background()

@@ -18,7 +18,7 @@ import (
 func TestDirectModeRefusesHubToolsItDoesNotOffer(t *testing.T) {
 	reg, devs := ct.NewHome(t, []ct.Spec{spec(1), spec(2)})
 	cat := catalog.New(reg, catalog.Options{})
-	if !cat.Direct() {
+	if !cat.Direct(ctx0) {
 		t.Fatal("two devices: want direct mode")
 	}
 	ctx := context.Background()

@@ -23,12 +23,12 @@ func TestUncheckedToolSchemaIsSummarized(t *testing.T) {
 		t.Fatalf("the registry did not mark the bomb: %+v", tools)
 	}
 	cat := catalog.New(reg, catalog.Options{})
-	got := string(find(t, cat.Tools(), "self.odd.bomb").InputSchema)
+	got := string(find(t, cat.Tools(ctx0), "self.odd.bomb").InputSchema)
 	want := `{"properties":{"level":{"description":"how bright","type":"integer"}},"required":["level"],"type":"object"}`
 	if got != want {
 		t.Errorf("schema offered to agents:\n got %s\nwant %s", got, want)
 	}
-	if s := string(find(t, cat.Tools(), "self.odd.set").InputSchema); !strings.Contains(s, `"x"`) {
+	if s := string(find(t, cat.Tools(ctx0), "self.odd.set").InputSchema); !strings.Contains(s, `"x"`) {
 		t.Errorf("a checked tool's schema is offered as it is, got %s", s)
 	}
 }

@@ -6,7 +6,9 @@
 //
 //   - xzhub_state: every device's stored record (d.<id>), its tool list's
 //     content hash (t.<id>) with each distinct list stored once (s.<hash>),
-//     and its IoT things (i.<id>.<thing>). A node writes a change there
+//     and its IoT things (i.<id>.<thing>); trust decisions (a.<id>),
+//     OAuth clients and grants (oc., og.), and the hub's people: users,
+//     homes and users' tokens (au., ah., at.; accounts.go). A node writes a change there
 //     before its own store, with compare-and-set: a write that raced
 //     another node's is merged field by field (a rename on one node and a
 //     firmware report on another both survive) and retried. Every node
@@ -77,17 +79,19 @@ type Node struct {
 	log   *slog.Logger
 	ttl   time.Duration
 
-	reg         *registry.Registry // set by Start
-	trust       TrustService       // set by ServeTrust
-	trustLocal  TrustStore         // set by TrustStore
-	oauth       OAuthService       // set by ServeOAuth
-	oauthLocal  OAuthStore         // set by OAuthStore
-	js          jetstream.JetStream
-	history     jetstream.Stream
-	hist        history
-	local       LocalStore // this node's own store (set by Store)
-	stopHistory func()     // set by Start
-	serviceSubs []*nats.Subscription
+	reg           *registry.Registry // set by Start
+	trust         TrustService       // set by ServeTrust
+	trustLocal    TrustStore         // set by TrustStore
+	oauth         OAuthService       // set by ServeOAuth
+	oauthLocal    OAuthStore         // set by OAuthStore
+	accounts      AccountsService    // set by ServeAccounts
+	accountsLocal AccountsStore      // set by AccountsStore
+	js            jetstream.JetStream
+	history       jetstream.Stream
+	hist          history
+	local         LocalStore // this node's own store (set by Store)
+	stopHistory   func()     // set by Start
+	serviceSubs   []*nats.Subscription
 
 	mu   sync.Mutex
 	seen map[string]seenValue // state key → the newest revision this node has (applied or written)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/accounts"
 	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/store"
@@ -23,8 +25,9 @@ import (
 // member is one hub's registry and cluster membership, without the rest
 // of a hub.
 type member struct {
-	node *cluster.Node
-	reg  *registry.Registry
+	node   *cluster.Node
+	reg    *registry.Registry
+	people *accounts.Service
 }
 
 func startNATS(t *testing.T) *cluster.Embedded {
@@ -47,12 +50,18 @@ func join(t *testing.T, e *cluster.Embedded, name string) *member {
 // the test's end (it is also called at cleanup).
 func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, leave func()) {
 	t.Helper()
+	return joinOpts(t, e, cluster.Options{Name: name}, db)
+}
+
+// joinOpts is joinWith with the node's options.
+func joinOpts(t *testing.T, e *cluster.Embedded, o cluster.Options, db string) (m *member, leave func()) {
+	t.Helper()
 	ctx := context.Background()
-	nc, err := e.Connect(name)
+	nc, err := e.Connect(o.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := cluster.Open(ctx, nc, cluster.Options{Name: name})
+	node, err := cluster.Open(ctx, nc, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +69,11 @@ func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, le
 	if err != nil {
 		t.Fatal(err)
 	}
+	people := accounts.New(node.AccountsStore(st), accounts.Options{})
+	if err := people.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node.ServeAccounts(people)
 	reg := registry.New(node.Store(st), registry.Options{Presence: node.Presence})
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -74,7 +88,7 @@ func joinWith(t *testing.T, e *cluster.Embedded, name, db string) (m *member, le
 		st.Close()
 	})
 	t.Cleanup(leave)
-	return &member{node: node, reg: reg}, leave
+	return &member{node: node, reg: reg, people: people}, leave
 }
 
 // freeAddr is a loopback address nothing listens on.
@@ -100,7 +114,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // Two nodes change different fields of one device at the same time, over
-// and over: every change survives on both (the shared record is merged
+// and over (one moves it to a home and a room, the other renames it):
+// every change survives on both (the shared record is merged
 // field by field, not overwritten by the last writer).
 func TestConcurrentChangesOnTwoNodesAreMerged(t *testing.T) {
 	e := startNATS(t)
@@ -114,12 +129,12 @@ func TestConcurrentChangesOnTwoNodesAreMerged(t *testing.T) {
 
 	const rounds = 20
 	for i := range rounds {
-		name, room := fmt.Sprintf("lamp %d", i), fmt.Sprintf("room %d", i)
+		name, room, home := fmt.Sprintf("lamp %d", i), fmt.Sprintf("room %d", i), fmt.Sprintf("home%d", i)
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if _, err := a.reg.UpdateDevice(ctx, id, hub.DevicePatch{Room: &room}); err != nil {
+			if _, err := a.reg.UpdateDevice(ctx, id, hub.DevicePatch{Room: &room, Home: &home}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -131,12 +146,12 @@ func TestConcurrentChangesOnTwoNodesAreMerged(t *testing.T) {
 		}()
 		wg.Wait()
 	}
-	want := fmt.Sprintf("lamp %d / room %d", rounds-1, rounds-1)
+	want := fmt.Sprintf("lamp %d / room %d / home%d", rounds-1, rounds-1, rounds-1)
 	for _, m := range []*member{a, b} {
 		d, _ := m.reg.Device(id)
-		eventually(t, m.node.Name()+" to hold both last changes (it has "+d.Name+" / "+d.Room+")", func() bool {
+		eventually(t, m.node.Name()+" to hold both last changes (it has "+d.Name+" / "+d.Room+" / "+d.Home+")", func() bool {
 			d, _ := m.reg.Device(id)
-			return d.Name+" / "+d.Room == want
+			return d.Name+" / "+d.Room+" / "+d.Home == want
 		})
 	}
 }
@@ -185,6 +200,7 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 	addrA, addrB := freeAddr(t), freeAddr(t)
 	const secret = "the-right-secret-0123"
 	nodes := make([]*cluster.Embedded, 3)
+	logs := make([]*logLines, 3)
 	var wg sync.WaitGroup
 	for i, o := range []cluster.EmbeddedOptions{
 		{Name: "a", Listen: addrA, Secret: secret, Peers: []string{"nats://" + addrB}},
@@ -192,6 +208,8 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 		{Name: "intruder", Listen: "127.0.0.1:0", Secret: "a-wrong-secret-456789", Peers: []string{"nats://" + addrA, "nats://" + addrB}},
 	} {
 		o.StoreDir = t.TempDir()
+		logs[i] = &logLines{}
+		o.Logger = slog.New(logs[i])
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -209,7 +227,9 @@ func TestRoutesNeedTheSecret(t *testing.T) {
 		return
 	}
 	eventually(t, "a and b joined", func() bool { return nodes[0].Routes() >= 1 })
-	time.Sleep(2 * time.Second) // the intruder retries every second
+	for i, name := range []string{"a", "b"} { // the intruder tried both, twice (it retries), and each refused it
+		eventually(t, name+" refusing the intruder twice", func() bool { return logs[i].count("Router connection closed: Authentication Failure") >= 2 })
+	}
 	if in := nodes[2].Routes(); in != 0 {
 		t.Fatalf("the node with a wrong secret has %d routes; want none", in)
 	}
@@ -417,4 +437,34 @@ func TestDialErrorsHidePasswords(t *testing.T) {
 	if strings.Contains(err.Error(), "very-secret-password") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("error %q: want the address without the password", err)
 	}
+}
+
+// logLines is a slog.Handler keeping what a NATS node logs, so that a test
+// waits for the node's own report of an event.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logLines) WithGroup(string) slog.Handler            { return l }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.lines = append(l.lines, r.Message)
+	l.mu.Unlock()
+	return nil
+}
+
+// count is how many lines contain s.
+func (l *logLines) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
 }

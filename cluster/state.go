@@ -47,7 +47,23 @@ type sharedStore struct {
 	n *Node
 }
 
+// fromBucketKey marks the context of the registry's writes that bring
+// this node up to the shared state (apply, reapply): what they write is
+// in the bucket already, so they go to the node's own store only. Written
+// back, a record applied late would be merged as this node's change onto
+// a newer one and take back what that one changed.
+type fromBucketKey struct{}
+
+func fromBucket(ctx context.Context) context.Context {
+	return context.WithValue(ctx, fromBucketKey{}, true)
+}
+
+func isFromBucket(ctx context.Context) bool { return ctx.Value(fromBucketKey{}) != nil }
+
 func (s *sharedStore) SaveDevice(ctx context.Context, d hub.Device) error {
+	if isFromBucket(ctx) {
+		return s.Store.SaveDevice(ctx, d)
+	}
 	if err := s.n.putDevice(ctx, d); err != nil {
 		return hub.Errorf(hub.EUNAVAILABLE, "the cluster's shared state did not take the change of device %q: %v", d.ID, err)
 	}
@@ -55,6 +71,9 @@ func (s *sharedStore) SaveDevice(ctx context.Context, d hub.Device) error {
 }
 
 func (s *sharedStore) SaveTools(ctx context.Context, id, hash string, tools []hub.Tool) error {
+	if isFromBucket(ctx) {
+		return s.Store.SaveTools(ctx, id, hash, tools)
+	}
 	if err := s.n.putTools(ctx, id, hash, tools); err != nil {
 		return hub.Errorf(hub.EUNAVAILABLE, "the cluster's shared state did not take the tools of device %q: %v", id, err)
 	}
@@ -62,6 +81,9 @@ func (s *sharedStore) SaveTools(ctx context.Context, id, hash string, tools []hu
 }
 
 func (s *sharedStore) SaveThing(ctx context.Context, id string, t hub.Thing) error {
+	if isFromBucket(ctx) {
+		return s.Store.SaveThing(ctx, id, t)
+	}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return err
@@ -73,6 +95,9 @@ func (s *sharedStore) SaveThing(ctx context.Context, id string, t hub.Thing) err
 }
 
 func (s *sharedStore) DeleteDevice(ctx context.Context, id string) error {
+	if isFromBucket(ctx) {
+		return s.Store.DeleteDevice(ctx, id)
+	}
 	if err := s.n.deleteDevice(ctx, id); err != nil {
 		return hub.Errorf(hub.EUNAVAILABLE, "the cluster's shared state did not take the deletion of device %q: %v", id, err)
 	}
@@ -208,21 +233,18 @@ func canonical(d hub.Device) ([]byte, error) {
 	return json.Marshal(again)
 }
 
-// reported are the fields a device reports about itself, on its
-// connection: the node holding the connection writes them as they are.
-var reported = map[string]bool{"ClientID": true, "ProtocolVersion": true, "Features": true, "MCP": true,
-	"LastSeen": true, "Board": true, "Firmware": true}
-
 // merge is theirs with this node's change: the fields where ours differs
-// from before, and, when this node holds the device, the reported ones.
+// from before, and, when this node holds the device, what the device
+// reports about itself (registry.Reported), which it writes as it is.
 func merge(before, ours, theirs hub.Device, owner bool) hub.Device {
 	b, o, t := reflect.ValueOf(before), reflect.ValueOf(ours), reflect.ValueOf(&theirs).Elem()
-	typ := b.Type()
 	for i := range b.NumField() {
-		changed := !reflect.DeepEqual(b.Field(i).Interface(), o.Field(i).Interface())
-		if changed || (owner && reported[typ.Field(i).Name]) {
+		if !reflect.DeepEqual(b.Field(i).Interface(), o.Field(i).Interface()) {
 			t.Field(i).Set(o.Field(i))
 		}
+	}
+	if owner {
+		theirs = registry.Reported(theirs, ours)
 	}
 	return theirs
 }
@@ -242,7 +264,7 @@ func (n *Node) reapply(d hub.Device, rev uint64) {
 		if newer {
 			return
 		}
-		if err := n.reg.Apply(n.ctx, d, n.still(deviceKey(d.ID), rev)); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+		if err := n.reg.Apply(fromBucket(n.ctx), d, n.still(deviceKey(d.ID), rev)); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
 			n.log.Warn("could not apply a merged device record", "device", d.ID, "err", err)
 		}
 	}()
@@ -354,6 +376,9 @@ func (n *Node) syncState(ctx context.Context) error {
 	if err := n.seedTrust(ctx); err != nil {
 		return err
 	}
+	if err := n.seedAccounts(ctx); err != nil {
+		return err
+	}
 	n.spawn(func() {
 		n.follow(n.stateW, w, func(e jetstream.KeyValueEntry) {
 			select {
@@ -432,6 +457,7 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	if !ok {
 		return
 	}
+	ctx = fromBucket(ctx)
 	var err error
 	switch {
 	case kind == "d" && deleted:
@@ -453,6 +479,8 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		}
 	case kind == "oc" || kind == "og":
 		err = n.applyOAuth(ctx, kind, id, e.Value(), deleted)
+	case kind == "au" || kind == "ah" || kind == "at":
+		err = n.applyAccounts(ctx, k, kind, id, e.Value(), deleted)
 	case kind == "a" && !deleted && n.trust != nil:
 		var d decision
 		if err = json.Unmarshal(e.Value(), &d); err == nil {

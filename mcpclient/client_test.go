@@ -157,7 +157,8 @@ func TestCallToolTimeoutAndLateReply(t *testing.T) {
 }
 
 func TestCloseFailsPendingCallsAtOnce(t *testing.T) {
-	c, _ := newClient(t, func(map[string]any) (string, bool) { return "", false }, mcpclient.Options{})
+	sent := make(chan struct{}, 3)
+	c, _ := newClient(t, func(map[string]any) (string, bool) { sent <- struct{}{}; return "", false }, mcpclient.Options{})
 	errc := make(chan error, 3)
 	for range 3 {
 		go func() {
@@ -165,7 +166,9 @@ func TestCloseFailsPendingCallsAtOnce(t *testing.T) {
 			errc <- err
 		}()
 	}
-	time.Sleep(20 * time.Millisecond) // most calls are pending by now; any that are not fail the same way
+	for range 3 {
+		<-sent // the call reached the device: it is pending
+	}
 	c.Close(errors.New("the device disconnected"))
 	for range 3 {
 		if err := <-errc; hub.ErrorCode(err) != hub.EGONE {

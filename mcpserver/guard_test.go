@@ -12,11 +12,12 @@ import (
 func TestAddToolGuardsSDKPanics(t *testing.T) {
 	s := New(ct.NewRegistry(t), Options{})
 	defer s.Close()
-	err := s.add(catalog.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"string"}`)})
+	ss := s.newSession(nil)
+	err := s.add(ss, catalog.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"string"}`)})
 	if err == nil {
 		t.Fatal("a string schema was accepted")
 	}
-	if err := s.add(catalog.Tool{Name: "good", InputSchema: json.RawMessage(`{"type":"object"}`)}); err != nil {
+	if err := s.add(ss, catalog.Tool{Name: "good", InputSchema: json.RawMessage(`{"type":"object"}`)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,8 +11,18 @@
 // device errors) are tool results with isError true and a message the model
 // can act on.
 //
-// The handler does not authenticate: mount it behind the hub's bearer
-// token, e.g.
+// Each MCP session is its principal's (hub.PrincipalFrom of the request
+// that opened it: the admin, a person's token, an OAuth client acting for
+// a person): its tools are only those of the devices that principal sees,
+// and its calls carry the principal, so the registry applies its rights
+// and records who asked. The principal of every later request of the
+// session replaces the one before (the API resolves it afresh each time),
+// so a person who loses a home loses its devices' tools at the next
+// request; a request from anyone else is answered as for an unknown
+// session.
+//
+// The handler does not authenticate: mount it behind the hub's
+// credentials check, e.g.
 //
 //	mcpSrv := mcpserver.New(reg, mcpserver.Options{Version: server.Version})
 //	defer mcpSrv.Close()
@@ -21,7 +31,6 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -66,9 +75,24 @@ type Options struct {
 	// (requests to a loopback address with a non-loopback Host header are
 	// refused). Set it when a reverse proxy on the same host forwards /mcp.
 	DisableLocalhostProtection bool
+	// People, if set, are followed: when people, homes or memberships
+	// change, each open session's person is looked up again, so that one
+	// who loses a home loses its tools at once
+	// (notifications/tools/list_changed), before their next request.
+	People People
 	// Version is reported to clients in serverInfo.
 	Version string
 	Logger  *slog.Logger
+}
+
+// People are the hub's people (accounts.Service) as the server follows
+// them.
+type People interface {
+	Generation() uint64
+	// Changed returns a channel closed at the next change after since.
+	Changed(since uint64) <-chan struct{}
+	// Principal returns a user's principal as of now, or false.
+	Principal(user string) (*hub.Principal, bool)
 }
 
 // Server is the MCP endpoint. It is an http.Handler; Close stops it.
@@ -76,19 +100,15 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	cat     *catalog.Catalog
-	mcp     *mcp.Server
+	reg     *registry.Registry
 	handler http.Handler
 
 	openMu  sync.Mutex
 	opening int // initialize requests being served; guarded by openMu
-	mu      sync.Mutex
-	exposed map[string]string // tool name → fingerprint of what was added
-	// synced is the registry's tools generation the exposed tools were
-	// computed at (noSync before the first sync). While no MCP session is
-	// open, the tools are brought up to date by the next request instead,
-	// so a hub that no outside agent uses never builds the catalog.
-	reg    *registry.Registry
-	synced atomic.Uint64
+
+	mu       sync.Mutex
+	sessions map[string]*session // by Mcp-Session-Id, while open (swept)
+	syncs    atomic.Int64        // tool lists computed (for tests)
 
 	quit chan struct{} // closed by Close
 	done chan struct{} // closed when the watcher has returned
@@ -99,18 +119,14 @@ type Server struct {
 	closed  bool
 }
 
-// noSync is synced before the first sync (no generation reaches it).
-const noSync = ^uint64(0)
-
 const instructions = `This server controls the xiaozhi voice devices (smart speakers, lamps and other ESP32 gadgets) known to a xiaozhi-hub.
 Find devices with search_devices (by room and kind of device, in any language, e.g. "客厅 灯"), inspect one with get_device, then call its tools.
 Device tools check their arguments against the tool's schema; errors come back as tool results that say what to fix.
 Devices can be offline: calls to them then fail until they reconnect.`
 
 // New returns an MCP server over reg. It starts nothing: it follows the
-// registry's events from its first request on (before that, no MCP client
-// is there to be told of changes, and the first request syncs anyway).
-// Call Close when done.
+// registry's changes from its first request on (before that, no MCP client
+// is there to be told of them). Call Close when done.
 func New(reg *registry.Registry, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -137,34 +153,39 @@ func New(reg *registry.Registry, opts Options) *Server {
 			AllowUserOnly: opts.AllowUserOnly, DirectLimit: opts.DirectLimit, IncludeOffline: opts.IncludeOffline,
 			MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp",
 		}),
-		exposed: map[string]string{},
-		reg:     reg,
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
+		reg:      reg,
+		sessions: map[string]*session{},
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "xiaozhi-hub", Title: "xiaozhi-hub devices", Version: opts.Version},
-		&mcp.ServerOptions{
-			Instructions: instructions,
-			Logger:       opts.Logger,
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		})
-	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		Logger:                     opts.Logger,
 		SessionTimeout:             opts.SessionTimeout,
 		DisableLocalhostProtection: opts.DisableLocalhostProtection,
 	})
-	s.synced.Store(noSync) // the first request syncs
 	return s
 }
 
 // ServeHTTP serves MCP Streamable HTTP (POST, GET and DELETE on one path).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.start()
-	s.syncIfStale()
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+	p := hub.PrincipalFrom(r.Context())
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		if ss := s.lookup(id); ss != nil {
+			if ss.owner != owner(p) {
+				// Someone else's session is, to them, no session at all:
+				// the SDK's answer for an unknown one.
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+			ss.p.Store(p) // the credential was checked again for this request
+			s.sync(ss)
+		}
+	} else if r.Method == http.MethodPost {
 		// A new session (initialize). Sessions being opened count too, so
 		// that concurrent requests cannot overtake the cap.
 		s.openMu.Lock()
+		s.sweep()
 		n := s.sessionCount() + s.opening
 		if n >= s.opts.MaxSessions {
 			s.openMu.Unlock()
@@ -175,29 +196,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.opening++
 		s.openMu.Unlock()
+		slot := &opening{p: p}
+		r = r.WithContext(context.WithValue(r.Context(), openingKey{}, slot))
 		defer func() {
 			s.openMu.Lock()
 			s.opening--
+			if slot.ss != nil {
+				slot.ss.opened = true
+			}
 			s.openMu.Unlock()
 		}()
 	}
 	withWriteDeadlines(s.handler, s.opts.WriteTimeout, w, r)
 }
 
+// sessionCount counts the open MCP sessions.
 func (s *Server) sessionCount() int {
 	n := 0
-	for range s.mcp.Sessions() {
-		n++
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range s.sessions {
+		n += ss.live()
 	}
 	return n
-}
-
-// hasSessions reports whether any MCP client is connected.
-func (s *Server) hasSessions() bool {
-	for range s.mcp.Sessions() {
-		return true
-	}
-	return false
 }
 
 // Close stops following the registry and closes every MCP session.
@@ -214,8 +235,10 @@ func (s *Server) Close() {
 		<-s.done
 	}
 	s.cat.Close()
-	for ss := range s.mcp.Sessions() {
-		_ = ss.Close()
+	for _, ss := range s.open() {
+		for cs := range ss.srv.Sessions() {
+			_ = cs.Close()
+		}
 	}
 }
 
@@ -233,19 +256,34 @@ func (s *Server) start() {
 // Catalog returns the catalog the server offers (for tests and tools).
 func (s *Server) Catalog() *catalog.Catalog { return s.cat }
 
-// watch recomputes the tool list after registry changes, for the open
-// sessions, gathering bursts (a device connecting reports online, then its
-// tools) into one update: it waits Debounce after the first change.
+// watch recomputes the open sessions' tool lists after registry changes
+// (and their people after changes of people), gathering bursts (a device
+// connecting reports online, then its tools) into one update: it waits
+// Debounce after the first change.
 func (s *Server) watch() {
 	defer close(s.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	seen := s.reg.ToolsGeneration()
+	var people <-chan struct{} // nil (never ready) without People
+	var peopleSeen uint64
+	if s.opts.People != nil {
+		peopleSeen = s.opts.People.Generation()
+	}
 	for {
+		if s.opts.People != nil {
+			people = s.opts.People.Changed(peopleSeen)
+		}
 		select {
 		case <-s.quit:
 			return
+		case <-people:
+			peopleSeen = s.opts.People.Generation()
+			for _, ss := range s.open() {
+				s.relook(ss)
+			}
+			continue
 		case <-s.reg.ToolsChanged(seen):
 		}
 		timer.Reset(s.opts.Debounce)
@@ -255,72 +293,13 @@ func (s *Server) watch() {
 		case <-timer.C:
 		}
 		seen = s.reg.ToolsGeneration()
-		if s.hasSessions() {
-			s.syncIfStale() // the SDK tells the sessions the list changed
+		s.openMu.Lock()
+		s.sweep()
+		s.openMu.Unlock()
+		for _, ss := range s.open() {
+			s.sync(ss) // the SDK tells the session its list changed
 		}
 	}
-}
-
-// syncIfStale syncs when the registry's tools may have changed since the
-// last sync.
-func (s *Server) syncIfStale() {
-	if gen := s.reg.ToolsGeneration(); s.synced.Load() != gen {
-		s.sync(gen)
-	}
-}
-
-// sync makes the server's tools equal to the catalog's, as of the
-// registry's tools generation gen (loaded before). The SDK sends
-// notifications/tools/list_changed to every session after changes.
-func (s *Server) sync(gen uint64) {
-	s.mu.Lock() // so that an older list is never applied after a newer one
-	defer s.mu.Unlock()
-	defer s.synced.Store(gen)
-	want := map[string]catalog.Tool{}
-	for _, t := range s.cat.Tools() {
-		want[t.Name] = t
-	}
-	var gone []string
-	for name := range s.exposed {
-		if _, ok := want[name]; !ok {
-			gone = append(gone, name)
-			delete(s.exposed, name)
-		}
-	}
-	if len(gone) > 0 {
-		s.mcp.RemoveTools(gone...)
-	}
-	for name, t := range want {
-		fp := t.Description + "\x00" + string(t.InputSchema)
-		if s.exposed[name] == fp {
-			continue
-		}
-		if err := s.add(t); err != nil {
-			s.log.Warn("mcp: tool not offered", "tool", name, "device", t.DeviceID, "err", err)
-			continue
-		}
-		s.exposed[name] = fp
-	}
-}
-
-// add registers one tool, turning the SDK's panic on a schema it rejects
-// into an error.
-func (s *Server) add(t catalog.Tool) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("rejected by the MCP SDK: %v", r)
-		}
-	}()
-	tool := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Title: title(t)}
-	if t.Kind == catalog.KindIoTState || t.Name == catalog.ToolSearchDevices || t.Name == catalog.ToolGetDevice {
-		tool.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, Title: tool.Title}
-	}
-	name := t.Name
-	s.mcp.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res := s.cat.Call(ctx, name, req.Params.Arguments)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
-	})
-	return nil
 }
 
 func title(t catalog.Tool) string {

@@ -108,7 +108,7 @@ func TestAFloodOfAuthorizationsLeavesAPersonsRequest(t *testing.T) {
 			}
 		}
 	}
-	if _, err := a.svc.Decide(id, true); err != nil {
+	if _, err := a.svc.Decide(id, true, ""); err != nil {
 		t.Fatalf("the flood pushed out the person's authorization: %v", err)
 	}
 	if st, tok := a.exchange(client, a.approvedCode(id), verifier); st != 200 {
@@ -140,7 +140,7 @@ func TestOneAddressCannotFillTheWaitingRoom(t *testing.T) {
 		t.Fatalf("%d waiting; want the attacker's %d and the person's", n, oauth.MaxPendingPerAddress)
 	}
 	a.openConsent(person, id)
-	if _, err := a.svc.Decide(id, true); err != nil {
+	if _, err := a.svc.Decide(id, true, ""); err != nil {
 		t.Fatalf("the person's request was pushed out: %v", err)
 	}
 }
@@ -191,7 +191,7 @@ func TestConcurrentRegistrationsKeepTheCap(t *testing.T) {
 			t.Fatalf("the store keeps client %s, which the hub evicted", c.ID)
 		}
 	}
-	if !a.svc.AccessToken(context.Background(), tok["access_token"].(string)) {
+	if !live(a.svc, context.Background(), tok["access_token"].(string)) {
 		t.Fatal("the flood pushed out the approved client")
 	}
 }
@@ -220,7 +220,7 @@ func TestReplayedRefreshTokenRevokesTheGrant(t *testing.T) {
 	if code != 400 || m["error"] != "invalid_grant" || !strings.Contains(fmt.Sprint(m["error_description"]), "already used") {
 		t.Fatalf("replaying a rotated refresh token = %d %v; want 400 invalid_grant saying the grant was revoked", code, m)
 	}
-	if a.svc.AccessToken(ctx, tok2["access_token"].(string)) {
+	if live(a.svc, ctx, tok2["access_token"].(string)) {
 		t.Fatal("the current access token still works after its grant's old refresh token was replayed")
 	}
 	if code, m := a.refresh(id, tok2["refresh_token"].(string)); code != 400 {
@@ -238,7 +238,7 @@ func TestReplayedRefreshTokenRevokesTheGrant(t *testing.T) {
 	if code, _ := b.refresh(id, old); code != 400 {
 		t.Fatal("a rotated refresh token worked after a restart")
 	}
-	if b.svc.AccessToken(ctx, tok3["access_token"].(string)) {
+	if live(b.svc, ctx, tok3["access_token"].(string)) {
 		t.Fatal("after a restart, a replayed refresh token left its grant alive")
 	}
 }

@@ -490,7 +490,7 @@ func (s *Service) exchange(w http.ResponseWriter, r *http.Request, c *hub.OAuthC
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)")
 		return
 	}
-	g := &hub.OAuthGrant{ID: newID("xzh_grant_"), ClientID: c.ID, Approved: now.UTC()}
+	g := &hub.OAuthGrant{ID: newID("xzh_grant_"), ClientID: c.ID, User: cd.user, Approved: now.UTC()}
 	access, refresh := s.mint(g, now)
 	s.mu.Lock()
 	if s.clients[c.ID] == nil { // revoked meanwhile

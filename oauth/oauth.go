@@ -112,6 +112,7 @@ type request struct {
 // code is an authorization code: approved, not yet exchanged.
 type code struct {
 	clientID, redirectURI, challenge string
+	user                             string // who approved ("": the admin)
 	expires                          time.Time
 }
 
@@ -173,15 +174,20 @@ func (s *Service) unindex(g *hub.OAuthGrant) {
 }
 
 // AccessToken reports whether token is a live access token (for /mcp),
-// noting its use.
-func (s *Service) AccessToken(ctx context.Context, token string) bool {
+// noting its use, and says whom it acts for: the person who approved the
+// client ("": the admin) and the client's name.
+func (s *Service) AccessToken(ctx context.Context, token string) (user, client string, ok bool) {
 	h := sha256.Sum256([]byte(token))
 	now := s.now()
 	s.mu.Lock()
 	g, ok := s.access[h]
 	if !ok || !now.Before(g.AccessExpires) {
 		s.mu.Unlock()
-		return false
+		return "", "", false
+	}
+	user, client = g.User, g.ClientID
+	if c := s.clients[g.ClientID]; c != nil && c.Name != "" {
+		client = c.Name
 	}
 	g.LastUsed = now
 	var save *hub.OAuthGrant
@@ -196,7 +202,7 @@ func (s *Service) AccessToken(ctx context.Context, token string) bool {
 			s.log.Warn("could not record the use of an OAuth grant", "client", save.ClientID, "err", err)
 		}
 	}
-	return true
+	return user, client, true
 }
 
 // The admin's views of waiting authorizations and registered clients are
@@ -247,9 +253,10 @@ func (s *Service) expire(now time.Time) {
 	}
 }
 
-// Decide approves or denies a waiting authorization. An approval makes an
-// authorization code the client's browser is sent back with.
-func (s *Service) Decide(id string, approve bool) (Pending, error) {
+// Decide approves or denies a waiting authorization, as user (the person
+// deciding; "" for the admin). An approval makes an authorization code the
+// client's browser is sent back with; the client then acts for user.
+func (s *Service) Decide(id string, approve bool, user string) (Pending, error) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -266,11 +273,11 @@ func (s *Service) Decide(id string, approve bool) (Pending, error) {
 	}
 	if !approve {
 		r.decided = "denied"
-		r.redirect = withQuery(r.RedirectURI, "error", "access_denied", "error_description", "the hub's admin denied this request", "state", r.State)
+		r.redirect = withQuery(r.RedirectURI, "error", "access_denied", "error_description", "a person at the hub denied this request", "state", r.State)
 		return s.view(r), nil
 	}
 	c, h := newSecret("xzh_ac_")
-	s.codes[h] = &code{clientID: r.ClientID, redirectURI: r.RedirectURI, challenge: r.Challenge, expires: now.Add(CodeTTL)}
+	s.codes[h] = &code{clientID: r.ClientID, redirectURI: r.RedirectURI, challenge: r.Challenge, user: user, expires: now.Add(CodeTTL)}
 	r.decided = "approved"
 	r.redirect = withQuery(r.RedirectURI, "code", c, "state", r.State, "iss", s.issuerOf(r))
 	return s.view(r), nil
@@ -289,7 +296,7 @@ func (s *Service) Clients() []ClientView {
 		v := ClientView{ID: c.ID, Name: c.Name, Redirects: c.RedirectURIs, Registered: c.Registered, Address: c.Address, Grants: []GrantView{}}
 		for _, g := range s.grants {
 			if g.ClientID == c.ID {
-				gv := GrantView{Approved: g.Approved, AccessExpires: g.AccessExpires, RefreshExpires: g.RefreshExpires}
+				gv := GrantView{User: g.User, Approved: g.Approved, AccessExpires: g.AccessExpires, RefreshExpires: g.RefreshExpires}
 				if !g.LastUsed.IsZero() {
 					t := g.LastUsed
 					gv.LastUsed = &t
@@ -323,6 +330,30 @@ func (s *Service) Revoke(ctx context.Context, clientID string) error {
 	s.dropClient(clientID)
 	s.mu.Unlock()
 	return s.store.DeleteOAuthClient(ctx, clientID)
+}
+
+// RevokeUser ends user's grants of a client (its tokens stop working at
+// once); the client stays registered, with other people's grants. A client
+// without a grant of user is, to user, unknown.
+func (s *Service) RevokeUser(ctx context.Context, clientID, user string) error {
+	s.mu.Lock()
+	var drop []string
+	for _, g := range s.grants {
+		if g.ClientID == clientID && g.User == user {
+			s.unindex(g)
+			drop = append(drop, g.ID)
+		}
+	}
+	s.mu.Unlock()
+	if len(drop) == 0 {
+		return hub.Errorf(hub.ENOTFOUND, "no OAuth client %q is registered (GET /api/oauth/clients lists them)", clientID)
+	}
+	for _, id := range drop {
+		if err := s.store.DeleteOAuthGrant(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ApplyClient brings in a client another hub node of a cluster

@@ -128,7 +128,7 @@ func (a *authServer) authorize(clientID string, extra url.Values) string {
 // approve plays the admin and returns the code the client's browser gets.
 func (a *authServer) approve(id string) string {
 	a.t.Helper()
-	if _, err := a.svc.Decide(id, true); err != nil {
+	if _, err := a.svc.Decide(id, true, ""); err != nil {
 		a.t.Fatal(err)
 	}
 	return a.approvedCode(id)
@@ -186,7 +186,7 @@ func TestAuthorizationCodeFlowWithPKCE(t *testing.T) {
 		t.Fatalf("exchange = %d %v", st, tok)
 	}
 	access, refresh := tok["access_token"].(string), tok["refresh_token"].(string)
-	if !a.svc.AccessToken(ctx, access) {
+	if !live(a.svc, ctx, access) {
 		t.Fatal("the access token is not accepted")
 	}
 	if st, _ := a.exchange(id, code, verifier); st != 400 {
@@ -198,12 +198,12 @@ func TestAuthorizationCodeFlowWithPKCE(t *testing.T) {
 	if st != 200 || tok2["access_token"] == access {
 		t.Fatalf("refresh = %d %v", st, tok2)
 	}
-	if a.svc.AccessToken(ctx, access) {
+	if live(a.svc, ctx, access) {
 		t.Fatal("the access token before the refresh still works")
 	}
 	// (Presenting the replaced refresh token again ends the grant:
 	// TestReplayedRefreshTokenRevokesTheGrant.)
-	if !a.svc.AccessToken(ctx, tok2["access_token"].(string)) {
+	if !live(a.svc, ctx, tok2["access_token"].(string)) {
 		t.Fatal("the refreshed access token is not accepted")
 	}
 
@@ -211,7 +211,7 @@ func TestAuthorizationCodeFlowWithPKCE(t *testing.T) {
 	if st, _ := a.postForm("/oauth/revoke", url.Values{"client_id": {id}, "token": {tok2["refresh_token"].(string)}}); st != 200 {
 		t.Fatalf("revoke = %d", st)
 	}
-	if a.svc.AccessToken(ctx, tok2["access_token"].(string)) {
+	if live(a.svc, ctx, tok2["access_token"].(string)) {
 		t.Fatal("revoking the refresh token must end its grant's access token too")
 	}
 }
@@ -219,7 +219,7 @@ func TestAuthorizationCodeFlowWithPKCE(t *testing.T) {
 func TestDeniedAuthorizationTellsTheClient(t *testing.T) {
 	a := newServer(t)
 	req := a.authorize(a.registerClient("Inspector"), nil)
-	if _, err := a.svc.Decide(req, false); err != nil {
+	if _, err := a.svc.Decide(req, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	_, m := getJSON(t, a.url+"/oauth/requests/"+req)
@@ -227,7 +227,7 @@ func TestDeniedAuthorizationTellsTheClient(t *testing.T) {
 	if m["status"] != "denied" || next.Query().Get("error") != "access_denied" || next.Query().Get("code") != "" {
 		t.Fatalf("denied request = %v", m)
 	}
-	if _, err := a.svc.Decide(req, true); err == nil {
+	if _, err := a.svc.Decide(req, true, ""); err == nil {
 		t.Fatal("a denied request was approved afterwards")
 	}
 }
@@ -241,7 +241,7 @@ func TestTokensSurviveARestart(t *testing.T) {
 	access := tok["access_token"].(string)
 
 	b := start(t, st) // a new process over the same database
-	if !b.svc.AccessToken(context.Background(), access) {
+	if !live(b.svc, context.Background(), access) {
 		t.Fatal("an access token did not survive the restart")
 	}
 	if cs := b.svc.Clients(); len(cs) != 1 || cs[0].Name != "ChatGPT" || len(cs[0].Grants) != 1 {
@@ -251,7 +251,7 @@ func TestTokensSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := start(t, st)
-	if c.svc.AccessToken(context.Background(), access) || len(c.svc.Clients()) != 0 {
+	if live(c.svc, context.Background(), access) || len(c.svc.Clients()) != 0 {
 		t.Fatal("a revoked client came back after a restart")
 	}
 }
@@ -337,7 +337,7 @@ func TestRegistrationsAreBounded(t *testing.T) {
 	if len(cs) != oauth.MaxClients {
 		t.Fatalf("%d clients registered; want at most %d", len(cs), oauth.MaxClients)
 	}
-	if cs[0].ID != keep || !a.svc.AccessToken(context.Background(), tok["access_token"].(string)) {
+	if cs[0].ID != keep || !live(a.svc, context.Background(), tok["access_token"].(string)) {
 		t.Fatal("a flood of registrations pushed out an approved client")
 	}
 	// The flood's oldest went first.
@@ -393,12 +393,12 @@ func TestExpiredCodesAndTokens(t *testing.T) {
 	}
 	_, tok := a.exchange(id, a.approve(a.authorize(id, nil)), verifier)
 	now = now.Add(oauth.AccessTTL)
-	if svc.AccessToken(context.Background(), tok["access_token"].(string)) {
+	if live(svc, context.Background(), tok["access_token"].(string)) {
 		t.Fatal("an access token outlived its hour")
 	}
 	req := a.authorize(id, nil)
 	now = now.Add(oauth.RequestTTL)
-	if _, err := svc.Decide(req, true); err == nil {
+	if _, err := svc.Decide(req, true, ""); err == nil {
 		t.Fatal("an expired authorization was approved")
 	}
 }
@@ -408,11 +408,17 @@ func TestExpiredCodesAndTokens(t *testing.T) {
 func TestAMalformedGrantIsIgnored(t *testing.T) {
 	a := newServer(t)
 	a.svc.ApplyGrant("g-bad", &hub.OAuthGrant{ID: "g-bad", ClientID: "c", AccessHash: []byte{1, 2, 3}, RefreshHash: nil})
-	if a.svc.AccessToken(context.Background(), "anything") {
+	if live(a.svc, context.Background(), "anything") {
 		t.Error("a token matched a malformed grant")
 	}
 	a.svc.ApplyGrant("g-bad", nil) // and it can be removed again
 	if code, _ := a.postJSON("/oauth/register", map[string]any{"client_name": "after", "redirect_uris": []string{"http://127.0.0.1:9/cb"}}); code != 201 {
 		t.Errorf("registration after a malformed grant: %d", code)
 	}
+}
+
+// live reports whether token is a live access token of svc.
+func live(svc *oauth.Service, ctx context.Context, token string) bool {
+	_, _, ok := svc.AccessToken(ctx, token)
+	return ok
 }

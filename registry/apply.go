@@ -25,11 +25,33 @@ func Stored(d hub.Device) hub.Device {
 	return d
 }
 
+// Reported is d with what a device reports about itself on its connection
+// (its hello's client id, framing, features and MCP, when it was last
+// seen, its board and firmware from initialize) taken from from: the node
+// holding the device's connection is the authority on those.
+func Reported(d, from hub.Device) hub.Device {
+	d.ClientID, d.ProtocolVersion, d.Features, d.MCP = from.ClientID, from.ProtocolVersion, from.Features, from.MCP
+	d.LastSeen, d.Board, d.Firmware = from.LastSeen, from.Board, from.Firmware
+	return d
+}
+
+// heldReportedLocked is d with the device's reports from e's record when
+// its connection is held here: a report may be in memory with its write
+// still queued, and another node's record, written without it, must not
+// take it back. r.mu is held.
+func heldReportedLocked(d hub.Device, e *entry) hub.Device {
+	if e.link == nil || e.node != "" {
+		return d
+	}
+	return Reported(d, e.dev)
+}
+
 // Apply makes the device's stored fields those of d, creating the device
 // if it is new here. It publishes device_updated when something changed.
 // current, if not nil, is asked with the device's writes held off, just
 // before d is written: false means d has been overtaken by a newer change
-// (made here meanwhile), and nothing is applied.
+// (made here meanwhile), and nothing is applied. When the device's
+// connection is held here, its reports are kept (see Reported).
 func (r *Registry) Apply(ctx context.Context, d hub.Device, current func() bool) error {
 	d = Stored(d)
 	r.mu.Lock()
@@ -42,6 +64,7 @@ func (r *Registry) Apply(ctx context.Context, d hub.Device, current func() bool)
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
 	r.mu.RLock()
+	d = heldReportedLocked(d, e)
 	same := ok && reflect.DeepEqual(Stored(e.dev), d)
 	r.mu.RUnlock()
 	if same || (current != nil && !current()) {
@@ -52,7 +75,7 @@ func (r *Registry) Apply(ctx context.Context, d hub.Device, current func() bool)
 	}
 	r.mu.Lock()
 	transport := e.dev.Transport
-	e.dev = d
+	e.dev = heldReportedLocked(d, e) // a report may have come during the write
 	e.dev.Transport = transport
 	view := r.viewLocked(e)
 	r.mu.Unlock()

@@ -244,14 +244,21 @@ func (x *Index) prepare(d Doc) *doc {
 }
 
 // Search returns at most limit devices matching query, best first.
-func (x *Index) Search(query string, limit int) []Result {
+func (x *Index) Search(query string, limit int) []Result { return x.SearchWhere(query, limit, nil) }
+
+// SearchWhere is Search among the devices keep accepts (nil: all), so that
+// a person's search is not cut short by devices they do not see.
+func (x *Index) SearchWhere(query string, limit int, keep func(id string) bool) []Result {
 	if limit <= 0 {
 		limit = 5
 	}
+	if keep == nil {
+		keep = func(string) bool { return true }
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if _, ok := x.docs[strings.TrimSpace(query)]; ok { // a device id
-		return []Result{{ID: strings.TrimSpace(query), Score: 100, Why: []string{"device id matches"}}}
+	if id := strings.TrimSpace(query); x.docs[id] != nil && keep(id) { // a device id
+		return []Result{{ID: id, Score: 100, Why: []string{"device id matches"}}}
 	}
 	terms := x.parse(tokenize(query))
 	if len(terms) == 0 {
@@ -272,6 +279,9 @@ func (x *Index) Search(query string, limit int) []Result {
 	}
 	out := make([]Result, 0, len(cands))
 	for id := range cands {
+		if !keep(id) {
+			continue
+		}
 		if r, ok := score(x.docs[id], terms); ok {
 			out = append(out, r)
 		}

@@ -217,6 +217,7 @@ func TestClusterSurvivesANodesDeath(t *testing.T) {
 	})
 	stopLoad := make(chan struct{})
 	loadDone := make(chan [2]int)
+	loading := make(chan struct{}) // closed at the load's first answer
 	go func() {
 		ok, failed := 0, 0
 		for {
@@ -227,14 +228,20 @@ func TestClusterSurvivesANodesDeath(t *testing.T) {
 			default:
 			}
 			if st, body := nodes[2].call("POST", "/api/devices/"+other.ID()+"/tools/self.get_device_status/call", map[string]any{"arguments": map[string]any{}}); st == 200 {
-				ok++
+				if ok++; ok == 1 {
+					close(loading)
+				}
 			} else {
 				failed++
 				t.Logf("call to the device on hub-2 failed: %d %v", st, body)
 			}
 		}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-loading:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no call from hub-3 to the device on hub-2 was answered")
+	}
 
 	nodes[0].Crash()
 	start := time.Now()

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xiaozhi-hub/hub/catalog"
 	"github.com/xiaozhi-hub/hub/server"
@@ -97,7 +96,24 @@ func TestClusterHistoryIsOneStream(t *testing.T) {
 			return last["offline hub-2"]+last["offline hub-3"] == 1
 		})
 	}
-	time.Sleep(time.Second) // a second record would have arrived by now
+	// A second record of the going would come from a node that has taken
+	// the device for offline; once both have, a change made on each after
+	// that is a marker in the one stream: when both markers are listed
+	// everywhere, so would be any record made before them.
+	for _, c := range nodes[1:] {
+		waitLong(t, "the device offline on "+c.name, func() bool { return c.device(d.ID())["online"] == false })
+	}
+	for _, c := range nodes[1:] {
+		if st, body := c.call("PATCH", "/api/devices/"+d.ID(), map[string]any{"room": "marker " + c.name}); st != 200 {
+			t.Fatalf("rename on %s = %d %v", c.name, st, body)
+		}
+	}
+	for _, c := range nodes[1:] {
+		waitLong(t, "both markers on "+c.name, func() bool {
+			last = historyOf(c, d.ID())
+			return last["device_updated hub-2"] == 2 && last["device_updated hub-3"] == 1
+		})
+	}
 	for _, c := range nodes[1:] {
 		if h := historyOf(c, d.ID()); h["offline hub-2"]+h["offline hub-3"] != 1 || h["offline hub-1"] != 0 {
 			t.Fatalf("%s lists the device's going %v", c.name, h)

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func TestDemoHomeAnswersReadmeRequests(t *testing.T) {
 	}
 	for _, r := range readmeDemoRequests(t) {
 		query, want := r[0], r[1]
-		res := cat.Search(query, 4).Results
+		res := cat.Search(context.Background(), query, 4).Results
 		if len(res) == 0 {
 			t.Errorf("%q: nothing found, want %s", query, want)
 			continue

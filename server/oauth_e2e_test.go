@@ -236,6 +236,13 @@ func TestOAuthTokensAreScopedToMCP(t *testing.T) {
 // the client's id added as "client_id".
 func oauthTokens(t testing.TB, h *testHub) map[string]any {
 	t.Helper()
+	return oauthTokensAs(t, h, h.Token)
+}
+
+// oauthTokensAs is oauthTokens with the authorization approved by the
+// holder of approver (the admin token, or a person's token).
+func oauthTokensAs(t testing.TB, h *testHub, approver string) map[string]any {
+	t.Helper()
 	base := h.URL()
 	st, reg := callURL(t, "", "POST", base+"/oauth/register", map[string]any{
 		"client_name": "script", "redirect_uris": []string{"http://127.0.0.1:9/cb"}, "token_endpoint_auth_method": "none"})
@@ -247,7 +254,9 @@ func oauthTokens(t testing.TB, h *testHub) map[string]any {
 	authURL := base + "/oauth/authorize?" + url.Values{"client_id": {reg["client_id"].(string)}, "redirect_uri": {"http://127.0.0.1:9/cb"},
 		"response_type": {"code"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}.Encode()
 	id := openAuthorization(t, base, authURL)
-	h.call("POST", "/api/oauth/requests/"+id+"/approve", nil)
+	if st, body := h.callWith(approver, "POST", "/api/oauth/requests/"+id+"/approve", nil); st != 200 {
+		t.Fatalf("approve = %d %v", st, body)
+	}
 	_, state := callURL(t, "", "GET", base+"/oauth/requests/"+id)
 	next, _ := url.Parse(state["next"].(string))
 	tok := tokenRequest(t, base, url.Values{"grant_type": {"authorization_code"}, "client_id": {reg["client_id"].(string)},

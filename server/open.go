@@ -152,10 +152,11 @@ func (h *Hub) openServices(vopts voice.Options) error {
 	h.mcp = mcpserver.New(reg, mcpserver.Options{
 		DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: h.log.With("component", "mcp"),
 		MaxSessions: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout, WriteTimeout: cfg.SSEWriteTimeout,
+		People: h.accounts,
 	})
 	h.closeMCP = sync.OnceFunc(h.mcp.Close)
 	h.closers.pushf(h.closeMCP)
-	vopts.Brain, vopts.Logger = agentBrain{h.agent}, h.log.With("component", "voice")
+	vopts.Brain, vopts.Logger = agentBrain{h.agent, reg}, h.log.With("component", "voice")
 	vopts.OnTurn = func(r voice.TurnRecord) { // a device event, and metrics
 		m.VoiceTurn(r.Outcome, r.RecognitionMs/1000, r.FirstSentenceMs/1000, r.FirstAudioMs/1000)
 		reg.Record(hub.EventVoiceTurn, r.DeviceID, r)

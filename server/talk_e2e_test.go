@@ -33,9 +33,11 @@ type providers struct {
 	srv      *httptest.Server
 	lampTool string
 	mu       sync.Mutex
-	heardMs  int    // length of the audio the recognizer received
-	system   string // the model's system prompt
-	sent     []int  // messages in each request to the model, system prompt included
+	heardMs  int      // length of the audio the recognizer received
+	system   string   // the model's system prompt
+	tools    []string // the tools offered in the last request to the model
+	results  []string // the tool results the model was sent
+	sent     []int    // messages in each request to the model, system prompt included
 	spoken   []string
 	voices   []string
 	seconds  int // of speech per synthesis (default 1)
@@ -75,11 +77,21 @@ func (p *providers) serve(w http.ResponseWriter, r *http.Request) {
 				Role    string `json:"role"`
 				Content any    `json:"content"`
 			} `json:"messages"`
+			Tools []struct {
+				Function struct{ Name string } `json:"function"`
+			} `json:"tools"`
 			Stream bool `json:"stream"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		p.mu.Lock()
 		p.system = fmt.Sprint(req.Messages[0].Content)
+		p.tools = p.tools[:0]
+		for _, tl := range req.Tools {
+			p.tools = append(p.tools, tl.Function.Name)
+		}
+		if m := req.Messages[len(req.Messages)-1]; m.Role == "tool" {
+			p.results = append(p.results, fmt.Sprint(m.Content))
+		}
 		p.sent = append(p.sent, len(req.Messages))
 		p.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -3,9 +3,12 @@ package server
 import (
 	"context"
 
+	"github.com/xiaozhi-hub/hub"
+
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/protocol"
+	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/session"
 	"github.com/xiaozhi-hub/hub/vad"
 	"github.com/xiaozhi-hub/hub/voice"
@@ -22,12 +25,23 @@ func (v voiceConversations) Open(deviceID, language string, down protocol.AudioP
 	return v.e.Open(deviceID, language, down, out)
 }
 
-// agentBrain answers spoken turns with the built-in agent.
-type agentBrain struct{ a *agent.Agent }
+// agentBrain answers spoken turns with the built-in agent, acting with the
+// rights of the speaking device's home (hub.DevicePrincipal), as that home
+// is at the start of the turn: "turn off the kitchen light" said to a
+// device in one home never reaches another home's devices.
+type agentBrain struct {
+	a   *agent.Agent
+	reg *registry.Registry
+}
 
 func (b agentBrain) Ready() error { return b.a.Ready() }
 
 func (b agentBrain) Answer(ctx context.Context, t voice.Turn, onText func(string)) (string, error) {
+	d, err := b.reg.Device(t.DeviceID)
+	if err != nil {
+		return "", err // a device forgotten while it spoke acts for nobody
+	}
+	ctx = hub.WithPrincipal(ctx, hub.DevicePrincipal(d.ID, d.Home))
 	return b.a.Speak(ctx, t.DeviceID, t.Text, onText)
 }
 

@@ -99,12 +99,14 @@ func (w *wsConn) Ping(ctx context.Context) error { return w.c.Ping(ctx) }
 
 func describeEnd(err error) string {
 	switch status := websocket.CloseStatus(err); {
+	case errors.Is(err, websocket.ErrMessageTooBig), status == websocket.StatusMessageTooBig:
+		// The library closes with 1009 and reports its read limit as
+		// ErrMessageTooBig, not as a close status.
+		return "frame larger than the hub accepts"
 	case status == -1 && errors.Is(err, context.Canceled):
 		return "closed by the hub"
 	case status == -1:
 		return "connection dropped" // what the firmware does: TCP close, no Close frame (§3.5)
-	case status == websocket.StatusMessageTooBig:
-		return "frame larger than the hub accepts"
 	default:
 		return fmt.Sprintf("closed by the device (%d)", status)
 	}

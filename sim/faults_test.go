@@ -13,9 +13,16 @@ import (
 func TestFailingAndSlowTools(t *testing.T) {
 	h := newFakeHub(t)
 	d, hc := connect(t, h, sim.Config{})
+	slow := sim.SlowTool("test.slow", 300*time.Millisecond)
+	started := make(chan struct{}, 1)
+	sleep := slow.Handler
+	slow.Handler = func(ctx context.Context, a sim.Args) (any, error) {
+		started <- struct{}{}
+		return sleep(ctx, a)
+	}
 	err := d.AddTool(
 		sim.FailingTool("test.fail", "Failed to capture photo"),
-		sim.SlowTool("test.slow", 300*time.Millisecond),
+		slow,
 		&sim.Tool{Name: "test.json", Handler: func(ctx context.Context, a sim.Args) (any, error) {
 			if sim.DeviceFrom(ctx) != d {
 				t.Error("DeviceFrom does not return the device")
@@ -37,9 +44,10 @@ func TestFailingAndSlowTools(t *testing.T) {
 	// A slow tool blocks the main loop: the reply to a later request, even
 	// an error sent "at once", waits until the tool is done (docs/protocol.md §12.13). The
 	// tool's own reply is scheduled again when it ends, so it comes after.
+	// (The elapsed time is checked from below only: the tool sleeps 300 ms.)
 	start := time.Now()
 	hc.sendMCP(`{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"test.slow"}}`)
-	time.Sleep(50 * time.Millisecond)
+	<-started // the slow tool holds the main loop
 	hc.sendMCP(`{"jsonrpc":"2.0","id":101,"method":"tools/call","params":{"name":"self.nope"}}`)
 	first := hc.nextMCP()
 	if el := time.Since(start); el < 300*time.Millisecond {

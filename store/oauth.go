@@ -37,7 +37,7 @@ func (s *Store) LoadOAuth(ctx context.Context) ([]hub.OAuthClient, []hub.OAuthGr
 		return nil, nil, fmt.Errorf("load oauth clients: %w", err)
 	}
 	grows, err := s.read.QueryContext(ctx, `SELECT grant_id, client_id, approved, access_hash, access_expires,
-		refresh_hash, refresh_expires, last_used, rotated FROM oauth_grants ORDER BY approved`)
+		refresh_hash, refresh_expires, last_used, rotated, user FROM oauth_grants ORDER BY approved`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load oauth grants: %w", err)
 	}
@@ -47,7 +47,7 @@ func (s *Store) LoadOAuth(ctx context.Context) ([]hub.OAuthClient, []hub.OAuthGr
 		var g hub.OAuthGrant
 		var approved, aexp, rexp, used sql.NullInt64
 		var rotated []byte
-		if err := grows.Scan(&g.ID, &g.ClientID, &approved, &g.AccessHash, &aexp, &g.RefreshHash, &rexp, &used, &rotated); err != nil {
+		if err := grows.Scan(&g.ID, &g.ClientID, &approved, &g.AccessHash, &aexp, &g.RefreshHash, &rexp, &used, &rotated, &g.User); err != nil {
 			return nil, nil, fmt.Errorf("load oauth grants: %w", err)
 		}
 		for len(rotated) >= sha256.Size {
@@ -124,11 +124,11 @@ func (s *Store) SaveOAuthGrant(ctx context.Context, g hub.OAuthGrant) error {
 	}
 	err := s.write(ctx, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO oauth_grants (grant_id, client_id, approved, access_hash, access_expires,
-				refresh_hash, refresh_expires, last_used, rotated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+				refresh_hash, refresh_expires, last_used, rotated, user) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (grant_id) DO UPDATE SET access_hash = excluded.access_hash,
 				access_expires = excluded.access_expires, refresh_hash = excluded.refresh_hash,
 				refresh_expires = excluded.refresh_expires, last_used = excluded.last_used, rotated = excluded.rotated`,
-			g.ID, g.ClientID, args[0], g.AccessHash, args[1], g.RefreshHash, args[2], args[3], rotated)
+			g.ID, g.ClientID, args[0], g.AccessHash, args[1], g.RefreshHash, args[2], args[3], rotated, g.User)
 		return err
 	})
 	if err != nil {

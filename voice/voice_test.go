@@ -294,8 +294,7 @@ func TestManualTurn(t *testing.T) {
 	for range 10 {
 		c.Audio(speechFrame(500), 0)
 	}
-	time.Sleep(50 * time.Millisecond) // the frames reach the conversation before the stop
-	c.Listen("stop", "", "")
+	c.Listen("stop", "", "") // Audio queues each frame before it returns: the stop comes after them
 	out.waitFor(t, `"state":"stop"`)
 	msgs, times := out.snapshot()
 	got := strings.Join(summary(msgs), " | ")
@@ -411,12 +410,13 @@ func TestAbortStopsAtOnce(t *testing.T) {
 	defer c.Close()
 	c.Listen("start", "manual", "")
 	c.Audio(speechFrame(500), 0)
-	time.Sleep(20 * time.Millisecond)
 	c.Listen("stop", "", "")
 	out.waitFor(t, "audio")
 	c.Abort()
 	out.waitFor(t, `"state":"stop"`)
-	time.Sleep(200 * time.Millisecond)
+	r := recs.last(t) // the turn is over
+	c.Close()
+	e.Close() // and every goroutine of the engine has ended: nothing more can reach the device
 	msgs, _ := out.snapshot()
 	s := summary(msgs)
 	if s[len(s)-1] != "tts stop" {
@@ -425,7 +425,7 @@ func TestAbortStopsAtOnce(t *testing.T) {
 	if n := strings.Count(strings.Join(s, "|"), "tts stop"); n != 1 {
 		t.Fatalf("tts stop sent %d times: %v", n, s)
 	}
-	if r := recs.last(t); r.Outcome != "aborted" {
+	if r.Outcome != "aborted" {
 		t.Fatalf("turn record %+v", r)
 	}
 }
@@ -473,7 +473,6 @@ func TestProviderFailures(t *testing.T) {
 			defer c.Close()
 			c.Listen("start", "manual", "")
 			c.Audio(speechFrame(500), 0)
-			time.Sleep(20 * time.Millisecond)
 			c.Listen("stop", "", "")
 			out.waitFor(t, `"state":"stop"`)
 			msgs, _ := out.snapshot()

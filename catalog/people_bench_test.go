@@ -1,0 +1,44 @@
+package catalog_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/catalog"
+	ct "github.com/xiaozhi-hub/hub/catalog/catalogtest"
+)
+
+// BenchmarkToolsPerPrincipal measures what a principal's view costs the
+// catalog with 1,000 devices in 100 homes: the tools offered (what /mcp and
+// the agent ask at every sync and step) and a search, for the hub itself
+// (every device, as before people) and for a person in one home.
+func BenchmarkToolsPerPrincipal(b *testing.B) {
+	reg := ct.NewRegistry(b)
+	for i := range 1000 {
+		s := ct.Spec{ID: fmt.Sprintf("bb:00:00:00:%02x:%02x", i/256, i%256), Name: fmt.Sprint("灯", i), Room: fmt.Sprint("room", i%10), Tools: ct.Lamp()}
+		ct.Connect(b, reg, s)
+		home := fmt.Sprint("h", i%100)
+		if _, err := reg.UpdateDevice(context.Background(), s.ID, hub.DevicePatch{Home: &home}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cat := catalog.New(reg, catalog.Options{DirectLimit: 20})
+	person := hub.WithPrincipal(context.Background(), &hub.Principal{User: "alice", Homes: map[string]hub.Role{"h7": hub.RoleOwner}})
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"hub", context.Background()}, {"person", person}} {
+		b.Run("tools/"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				cat.Tools(c.ctx)
+			}
+		})
+		b.Run("search/"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				cat.Search(c.ctx, "room3 灯", 5)
+			}
+		})
+	}
+}
