@@ -148,6 +148,9 @@ func (s *Service) Prompt(ctx context.Context, deviceID, home, language string) (
 	if p.Language != "" {
 		fmt.Fprintf(&b, "Speak the language %q unless the person speaks another.\n", p.Language)
 	}
+	if p.Greeting != "" {
+		fmt.Fprintf(&b, "When someone greets you or wakes you, answer with your greeting: %q\n", p.Greeting)
+	}
 	m, err := s.opts.Store.Memory(ctx, deviceID)
 	if err != nil {
 		s.opts.Logger.Warn("memory: could not read the device's", "device", deviceID, "err", err)
