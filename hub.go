@@ -147,6 +147,17 @@ const (
 type CallFilter struct {
 	DeviceID string
 	Limit    int // at most this many, newest first; 0 means a default
+	// Seen, when not nil, keeps one person's view of the history
+	// (Principal.SeesCall): nothing else.
+	Seen *SeenCalls
+}
+
+// SeenCalls is the part of the call history one person sees: every call
+// of the devices in All, and the calls User made to the devices in Own (a
+// guest's).
+type SeenCalls struct {
+	All, Own []string
+	User     string
 }
 
 // Event is something the hub observed, streamed to API clients.
@@ -160,6 +171,10 @@ type Event struct {
 	// By says who caused it, when a person or program did
 	// (Principal.Actor); "" for what devices and the hub do themselves.
 	By string `json:"by,omitempty"`
+	// Home is the home of the device when the event was sent, for
+	// filtering event streams by who may see them (Principal.Sees); never
+	// encoded.
+	Home string `json:"-"`
 }
 
 // Event types.

@@ -261,6 +261,28 @@ func (s *Service) Resolve(secret string) (*hub.Principal, error) {
 	return p, nil
 }
 
+// Recheck returns p as it is now, for a long-lived stream re-checking
+// its credential after a change (Changed): the same token with its user's
+// homes and roles as they are now, or EUNAUTHORIZED when the token was
+// revoked or has expired or its user is gone. The admin is unchanged.
+func (s *Service) Recheck(p *hub.Principal) (*hub.Principal, error) {
+	if p.Admin {
+		return p, nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.tokens[p.Credential]
+	if !ok || t.User != p.User || expiredAt(t, s.opts.Now()) {
+		return nil, hub.Errorf(hub.EUNAUTHORIZED, "the token was revoked or has expired; log in again (POST /api/login)")
+	}
+	q, ok := s.principalLocked(t.User)
+	if !ok {
+		return nil, hub.Errorf(hub.EUNAUTHORIZED, "the token's user no longer exists")
+	}
+	q.Credential, q.Token, q.Client, q.Agent = p.Credential, p.Token, p.Client, p.Agent
+	return q, nil
+}
+
 // newSecret returns a fresh token secret and its hash.
 func newSecret() (string, []byte) {
 	b := make([]byte, 32)

@@ -69,6 +69,28 @@ func checkPassword(pw string) error {
 // SetPassword changes a user's password and ends their logins (personal
 // tokens stay: they were made on purpose and are revoked on purpose).
 func (s *Service) SetPassword(ctx context.Context, name, password string) error {
+	return s.setPassword(ctx, name, password, "")
+}
+
+// ChangePassword is a user changing their own password: current must be
+// their password (a wrong one counts as a failed login from address, and
+// is EFORBIDDEN); their logins end, except the one with id keep (the one
+// they are using).
+func (s *Service) ChangePassword(ctx context.Context, name, current, password, keep, address string) error {
+	if err := checkPassword(password); err != nil {
+		return err
+	}
+	good, err := s.verify(ctx, name, current, address)
+	if err != nil {
+		return err
+	}
+	if !good {
+		return hub.Errorf(hub.EFORBIDDEN, "the current password is wrong")
+	}
+	return s.setPassword(ctx, name, password, keep)
+}
+
+func (s *Service) setPassword(ctx context.Context, name, password, keep string) error {
 	if err := checkPassword(password); err != nil {
 		return err
 	}
@@ -93,7 +115,7 @@ func (s *Service) SetPassword(ctx context.Context, name, password string) error 
 	}
 	*u = next
 	for id, t := range s.tokens {
-		if t.User == name && t.Kind == hub.TokenLogin {
+		if t.User == name && t.Kind == hub.TokenLogin && id != keep {
 			if err := s.store.DeleteToken(ctx, id); err != nil {
 				return err
 			}
@@ -160,11 +182,33 @@ func (s *Service) Users() []hub.UserView {
 // address, per name) the answer is ETOOMANY with RetryAfter, without
 // checking the password at all.
 func (s *Service) Login(ctx context.Context, name, password, address string) (string, hub.TokenView, error) {
+	good, err := s.verify(ctx, name, password, address)
+	if err != nil {
+		return "", hub.TokenView{}, err
+	}
+	if !good {
+		return "", hub.TokenView{}, hub.Errorf(hub.EUNAUTHORIZED, "wrong name or password")
+	}
+	now := s.opts.Now()
+	secret, hash := newSecret()
+	t := hub.UserToken{ID: newID(8), User: name, Kind: hub.TokenLogin, Hash: hash,
+		Created: now.UTC(), Expires: now.Add(s.opts.LoginTTL).UTC()}
+	if err := s.addToken(ctx, &t, MaxLogins); err != nil {
+		return "", hub.TokenView{}, err
+	}
+	return secret, tokenView(&t), nil
+}
+
+// verify checks name's password, within the failure limits: a wrong
+// password and an unknown name take the same time and count as failures
+// (per address and per name); past the limits the answer is ETOOMANY with
+// RetryAfter, without checking the password at all.
+func (s *Service) verify(ctx context.Context, name, password, address string) (bool, error) {
 	now := s.opts.Now()
 	if wait := s.loginWait(name, address, now); wait > 0 {
 		e := hub.Errorf(hub.ETOOMANY, "too many failed logins from this address or for this name; try again in %d s", int(wait/time.Second)+1)
 		e.RetryAfter = wait
-		return "", hub.TokenView{}, e
+		return false, e
 	}
 	s.mu.RLock()
 	u, ok := s.users[name]
@@ -175,19 +219,13 @@ func (s *Service) Login(ctx context.Context, name, password, address string) (st
 	s.mu.RUnlock()
 	var good bool
 	if err := s.hash.do(ctx, func() { good = verifyPassword(phc, password) }); err != nil {
-		return "", hub.TokenView{}, err
+		return false, err
 	}
 	if !ok || !good || len(password) > MaxPassword {
 		s.loginFailed(name, address, now)
-		return "", hub.TokenView{}, hub.Errorf(hub.EUNAUTHORIZED, "wrong name or password")
+		return false, nil
 	}
-	secret, hash := newSecret()
-	t := hub.UserToken{ID: newID(8), User: name, Kind: hub.TokenLogin, Hash: hash,
-		Created: now.UTC(), Expires: now.Add(s.opts.LoginTTL).UTC()}
-	if err := s.addToken(ctx, &t, MaxLogins); err != nil {
-		return "", hub.TokenView{}, err
-	}
-	return secret, tokenView(&t), nil
+	return true, nil
 }
 
 // loginWait is how long logins for name from address must wait (0: none).

@@ -171,9 +171,10 @@ func (s *Server) listCalls(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	f := hub.CallFilter{DeviceID: hub.NormalizeDeviceID(q.Get("device")), Limit: limit}
+	p := principal(r)
+	f := hub.CallFilter{DeviceID: hub.NormalizeDeviceID(q.Get("device")), Limit: limit, Seen: s.seenCalls(p)}
 	if f.DeviceID != "" {
-		if _, err := s.reg.Device(f.DeviceID); err != nil {
+		if _, err := s.reg.DeviceAs(p, f.DeviceID); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -200,7 +201,7 @@ func (s *Server) deviceEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if _, err := s.reg.Device(id); err != nil {
+	if _, err := s.seenDevice(r, "", ""); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -215,6 +216,24 @@ func (s *Server) deviceEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Events []hub.Event `json:"events"`
 	}{events})
+}
+
+// seenCalls is the part of the call history p sees (nil: all of it), by
+// Principal.SeesCall: of each device p sees, every call or only p's own.
+func (s *Server) seenCalls(p *hub.Principal) *hub.SeenCalls {
+	if p.Admin {
+		return nil
+	}
+	v := &hub.SeenCalls{All: []string{}, Own: []string{}, User: p.User}
+	for _, d := range s.reg.DevicesOf(p) {
+		switch {
+		case p.SeesCall(d.Home, hub.CallRecord{}):
+			v.All = append(v.All, d.ID)
+		case p.SeesCall(d.Home, hub.CallRecord{User: p.User}):
+			v.Own = append(v.Own, d.ID)
+		}
+	}
+	return v
 }
 
 // parseLimit reads ?limit=; empty means 0, the store's default.

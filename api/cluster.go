@@ -32,7 +32,7 @@ type clusterJSON struct {
 }
 
 func (s *Server) clusterRoutes() []route {
-	return []route{{"/api/cluster", []methodHandler{{"GET", s.getCluster}}}}
+	return []route{{"/api/cluster", []methodHandler{{"GET", s.adminOnly("see the cluster", s.getCluster)}}}}
 }
 
 // getCluster answers which nodes are alive and how many devices each

@@ -35,7 +35,7 @@ func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
 	}
 	room, byRoom := strings.TrimSpace(q.Get("room")), q.Has("room")
 
-	all := s.reg.Devices()
+	all := s.reg.DevicesOf(principal(r))
 	out := make([]hub.Device, 0, len(all))
 	for _, d := range all {
 		if online != nil && d.Online != *online {
@@ -52,7 +52,7 @@ func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getDevice(w http.ResponseWriter, r *http.Request) {
-	d, err := s.reg.Device(pathID(r))
+	d, err := s.seenDevice(r, "", "")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -66,15 +66,17 @@ var patchSpec = bodySpec{
 }
 
 // patchDevice applies {"name","room","aliases"}; absent or null fields are
-// left alone. It answers the updated device.
+// left alone. It answers the updated device. Guests may not (403).
 func (s *Server) patchDevice(w http.ResponseWriter, r *http.Request) {
-	id := pathID(r)
 	var p hub.DevicePatch
 	if err := decodeBody(w, r, &p, patchSpec, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	d, err := s.reg.UpdateDevice(r.Context(), id, p)
+	d, err := s.seenDevice(r, hub.RoleMember, "change a device")
+	if err == nil {
+		d, err = s.reg.UpdateDevice(r.Context(), d.ID, p)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -82,8 +84,13 @@ func (s *Server) patchDevice(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
+// deleteDevice forgets a device with its history (owners of its home).
 func (s *Server) deleteDevice(w http.ResponseWriter, r *http.Request) {
-	if err := s.reg.DeleteDevice(r.Context(), pathID(r)); err != nil {
+	d, err := s.seenDevice(r, hub.RoleOwner, "forget a device")
+	if err == nil {
+		err = s.reg.DeleteDevice(r.Context(), d.ID)
+	}
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -99,7 +106,12 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, hub.Errorf(hub.EBADREQUEST, "audience must be \"agent\" or \"user\", not %q", audience))
 		return
 	}
-	tools, stale, err := s.reg.Tools(pathID(r))
+	d, err := s.seenDevice(r, "", "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tools, stale, err := s.reg.Tools(d.ID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -120,7 +132,12 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 // listThings answers {"things":[…]}: the legacy IoT things of a device with
 // their last reported state.
 func (s *Server) listThings(w http.ResponseWriter, r *http.Request) {
-	things, err := s.reg.Things(pathID(r))
+	d, err := s.seenDevice(r, "", "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	things, err := s.reg.Things(d.ID)
 	if err != nil {
 		s.fail(w, r, err)
 		return

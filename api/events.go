@@ -27,6 +27,10 @@ func (s *Server) eventRoutes() []route {
 // client goes away, when it takes no write for StreamWriteTimeout (a client
 // that stopped reading), or when the registry closes. At most MaxStreams
 // are open at once; more are refused with 429.
+//
+// A user's stream carries only the events of the devices in their homes
+// (of calls, a guest's own only), and ends at once when their token is
+// revoked or they leave a home (watch, below).
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	device := hub.NormalizeDeviceID(r.URL.Query().Get("device"))
 	if r.Method == http.MethodHead {
@@ -48,6 +52,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	// the headers misses nothing that happens afterwards.
 	events, cancel := s.reg.Subscribe()
 	defer cancel()
+	watch := s.watch(principal(r))
+	if watch.ended != "" {
+		s.fail(w, r, hub.Errorf(hub.EUNAUTHORIZED, "%s", watch.ended))
+		return
+	}
 
 	st := s.startSSE(w)
 	if err := st.comment("connected"); err != nil {
@@ -60,6 +69,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-watch.changed:
+			if !watch.current() {
+				_ = st.comment("access ended: " + watch.ended)
+				return
+			}
 		case <-tick.C:
 			if err := st.comment("keepalive"); err != nil {
 				return
@@ -68,7 +82,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return // the registry closed
 			}
-			if device != "" && ev.DeviceID != device && ev.DeviceID != "" {
+			if !watch.current() { // a change since: not one event more on the old rights
+				_ = st.comment("access ended: " + watch.ended)
+				return
+			}
+			if device != "" && ev.DeviceID != device && ev.DeviceID != "" || !sees(watch.p, ev) {
 				continue
 			}
 			data, err := json.Marshal(ev)
@@ -83,4 +101,70 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// sees reports whether p may see ev: the admin everything; others the
+// events of devices in their homes (Principal.Sees) and of their calls
+// those they may see (Principal.SeesCall), and of the hub's own notices
+// only that this stream lost events.
+func sees(p *hub.Principal, ev hub.Event) bool {
+	switch {
+	case p.Admin:
+		return true
+	case ev.DeviceID == "":
+		return ev.Type == "events_dropped"
+	case ev.Type == hub.EventCallFinished:
+		rec, ok := ev.Data.(hub.CallRecord)
+		return ok && p.SeesCall(ev.Home, rec)
+	}
+	return p.Sees(ev.Home)
+}
+
+// streamWatch keeps a long-lived stream's principal current: changed is
+// closed at the next change of people, homes or tokens; recheck then
+// resolves the credential again. ended says why the stream must end ("":
+// it goes on): the credential was revoked or expired, or a home was left.
+type streamWatch struct {
+	s       *Server
+	p       *hub.Principal
+	changed <-chan struct{}
+	ended   string
+}
+
+// watch starts watching p (checking it once, as it may have changed since
+// the request was authenticated).
+func (s *Server) watch(p *hub.Principal) *streamWatch {
+	w := &streamWatch{s: s, p: p}
+	if p.Admin || s.accounts == nil {
+		return w // the admin token lasts as long as the hub
+	}
+	w.recheck()
+	return w
+}
+
+// current brings p up to date if people, homes or tokens changed since
+// the last check, and reports whether the stream may go on.
+func (w *streamWatch) current() bool {
+	select {
+	case <-w.changed:
+		w.recheck()
+	default:
+	}
+	return w.ended == ""
+}
+
+func (w *streamWatch) recheck() {
+	w.changed = w.s.accounts.Changed(w.s.accounts.Generation())
+	q, err := w.s.accounts.Recheck(w.p)
+	if err != nil {
+		w.ended = hub.ErrorMessage(err)
+		return
+	}
+	for home := range w.p.Homes {
+		if _, ok := q.Homes[home]; !ok {
+			w.ended = "you are no longer in one of your homes; open the stream again"
+			return
+		}
+	}
+	w.p = q
 }

@@ -62,12 +62,32 @@ var operations = map[string]op{
 		body: `{"message":"打开客厅的灯","session":"…"}`, stream: true, answer: "event: <type>\\ndata: agent Event"},
 	"GET /api/agent/runs":   {summary: "Recent agent runs with their tool calls, durations and outcome", query: []param{limitParam}, answer: `{"runs":[…]}`},
 	"GET /api/openapi.json": {summary: "This document", answer: "OpenAPI 3.1"},
-	"GET /api/cluster":      {summary: "The cluster's nodes alive and the devices online through each (a hub alone: clustered false)", answer: `{"clustered":true,"node":"hub-1","nats":"CONNECTED","historyUnshared":0,"nodes":[{"name":"hub-1","self":true,"devicesOnline":3}]}`},
-	"GET /healthz":          {summary: "Liveness and the store's health (no token)", answer: `{"status":"ok"}`},
-	"GET /metrics":          {summary: "Prometheus metrics (no token; no device ids)", answer: "Prometheus text format"},
-	"POST /mcp":             {summary: "The MCP server for outside agents (Streamable HTTP)", answer: "JSON-RPC"},
-	"GET /mcp":              {summary: "The MCP server's stream of notifications", stream: true, answer: "Server-Sent Events"},
-	"DELETE /mcp":           {summary: "End an MCP session (Mcp-Session-Id)", answer: "nothing"},
+	"POST /api/login": {summary: "Log in with a user's name and password (no token); with cookie:true the token goes into the HttpOnly cookie xzh_session instead of the answer. 401 the same for an unknown name and a wrong password; 429 with Retry-After after repeated failures",
+		body: `{"name":"alice","password":"…","cookie":false}`, answer: `{"token":"xzu_…","id","user":"alice","expires"}`},
+	"POST /api/logout":                              {summary: "End the login (or personal token) this request used; clears the cookie", status: "204", answer: "nothing"},
+	"GET /api/me":                                   {summary: "Who the caller is, with their homes", answer: `{"user":"alice","admin":false,"actor":"alice","homes":[HomeView…]}`},
+	"GET /api/users":                                {summary: "Every user with their homes (admin)", answer: `{"users":[{name,created,homes}…]}`},
+	"POST /api/users":                               {summary: "Make a user (admin); 409 for a name taken, 422 for a password under 8 characters", body: `{"name":"alice","password":"at least 8 characters"}`, status: "201", answer: `{"name","created","homes":[]}`},
+	"DELETE /api/users/{name}":                      {summary: "Remove a user (admin): their tokens and places in homes end at once", status: "204", answer: "nothing"},
+	"PUT /api/users/{name}/password":                {summary: "Set a password (admin), or change one's own with the current one; the user's other logins end", body: `{"current":"…","password":"…"}`, status: "204", answer: "nothing"},
+	"GET /api/tokens":                               {summary: "The caller's logins and personal tokens (never their secrets)", answer: `{"tokens":[{id,kind,name,created,expires}…]}`},
+	"POST /api/tokens":                              {summary: "Make a named personal token for scripts; its secret is shown this once", body: `{"name":"backup-script"}`, status: "201", answer: `{"token":"xzu_…","id","kind":"personal","name","created"}`},
+	"DELETE /api/tokens/{id}":                       {summary: "Revoke one of the caller's tokens: it stops working at once, open event streams included", status: "204", answer: "nothing"},
+	"GET /api/homes":                                {summary: "The caller's homes with their role (the admin: every home)", answer: `{"homes":[{id,name,role,created,members,devices}…]}`},
+	"POST /api/homes":                               {summary: "Make a home (a user, who becomes its owner)", body: `{"name":"A家"}`, status: "201", answer: "HomeView"},
+	"GET /api/homes/{home}":                         {summary: "One of the caller's homes", answer: "HomeView"},
+	"PATCH /api/homes/{home}":                       {summary: "Rename a home (owner)", body: `{"name":"A家"}`, answer: "HomeView"},
+	"DELETE /api/homes/{home}":                      {summary: "Delete a home (owner); 409 while devices are in it", status: "204", answer: "nothing"},
+	"POST /api/homes/{home}/members":                {summary: "Add a person to a home or change their role (owner): owner, member or guest", body: `{"user":"bob","role":"member"}`, answer: "HomeView"},
+	"DELETE /api/homes/{home}/members/{user}":       {summary: "Remove a person from a home (owner), or leave it oneself; their access ends at once", status: "204", answer: "nothing"},
+	"POST /api/homes/{home}/devices":                {summary: "Add a device to a home (owner or member) by the activation code it shows, which approves it; the admin may send {\"device\":\"<id>\"} to move any device there", body: `{"code":"123456"}`, answer: "Device"},
+	"DELETE /api/homes/{home}/devices/{id}":         {summary: "Take a device out of a home (owner): then only the admin sees it", status: "204", answer: "nothing"},
+	"GET /api/cluster":                              {summary: "The cluster's nodes alive and the devices online through each (a hub alone: clustered false)", answer: `{"clustered":true,"node":"hub-1","nats":"CONNECTED","historyUnshared":0,"nodes":[{"name":"hub-1","self":true,"devicesOnline":3}]}`},
+	"GET /healthz":                                  {summary: "Liveness and the store's health (no token)", answer: `{"status":"ok"}`},
+	"GET /metrics":                                  {summary: "Prometheus metrics (no token; no device ids)", answer: "Prometheus text format"},
+	"POST /mcp":                                     {summary: "The MCP server for outside agents (Streamable HTTP)", answer: "JSON-RPC"},
+	"GET /mcp":                                      {summary: "The MCP server's stream of notifications", stream: true, answer: "Server-Sent Events"},
+	"DELETE /mcp":                                   {summary: "End an MCP session (Mcp-Session-Id)", answer: "nothing"},
 	"GET /.well-known/oauth-protected-resource/mcp": {summary: "Where MCP clients get a token for /mcp (RFC 9728; no token; also without /mcp)", answer: `{"resource","authorization_servers",…}`},
 	"GET /.well-known/oauth-authorization-server":   {summary: "The hub's OAuth authorization server (RFC 8414; no token)", answer: `{"issuer","authorization_endpoint","token_endpoint","registration_endpoint",…}`},
 	"POST /oauth/register":                          {summary: "Dynamic client registration (RFC 7591; no token; grants nothing until a person allows it)", body: `{"client_name":"Claude","redirect_uris":["https://claude.ai/api/mcp/auth_callback"],"token_endpoint_auth_method":"none"}`, status: "201", answer: `{"client_id",…}`},
@@ -117,7 +137,7 @@ var openAPI = sync.OnceValue(func() []byte {
 			_ = json.Unmarshal([]byte(o.body), &example)
 			operation["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"example": example}}}
 		}
-		if strings.HasPrefix(path, "/api/") || path == "/mcp" {
+		if (strings.HasPrefix(path, "/api/") || path == "/mcp") && path != "/api/login" {
 			operation["security"] = []any{map[string]any{"bearer": []any{}}}
 		} else {
 			operation["security"] = []any{}
@@ -130,7 +150,7 @@ var openAPI = sync.OnceValue(func() []byte {
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "xiaozhi-hub", "version": "1",
-			"description": "Control xiaozhi-esp32 voice devices: their cached MCP tools and IoT things, calls, events, trust, the built-in agent. Every /api route and /mcp need the admin token (Authorization: Bearer …)."},
+			"description": "Control xiaozhi-esp32 voice devices: their cached MCP tools and IoT things, calls, events, trust, the built-in agent. Every /api route but POST /api/login, and /mcp, need a token (Authorization: Bearer …): the admin token, or a user's (POST /api/login; the dashboard's cookie xzh_session, with the header X-XZH-CSRF: 1 on requests that change something). A user sees only the devices of their homes: any other device is answered as unknown."},
 		"paths": paths,
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},

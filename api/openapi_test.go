@@ -12,9 +12,9 @@ import (
 // (The device-side routes it describes are checked against a running hub
 // in server's TestOpenAPIRoutesExist.)
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
-	s := &Server{trust: struct{ Trust }{}, agent: struct{ Agent }{}, oauth: struct{ OAuth }{}}
+	s := &Server{trust: struct{ Trust }{}, agent: struct{ Agent }{}, oauth: struct{ OAuth }{}, accounts: struct{ Accounts }{}}
 	registered := map[string]bool{}
-	for _, rt := range s.apiRoutes() {
+	for _, rt := range append(s.apiRoutes(), s.publicRoutes()...) {
 		for _, m := range rt.methods {
 			registered[m.method+" "+rt.path] = true
 		}

@@ -28,13 +28,24 @@
 //	POST   /api/agent/chat                           ask the agent, Server-Sent Events (Options.Agent)
 //	GET    /api/agent/runs                           recent agent runs (?limit=)
 //	GET    /api/cluster                              the nodes alive and their devices (Options.Cluster)
+//	POST   /api/login                                log in (no token; "cookie":true for the dashboard)
+//	POST   /api/logout, GET /api/me                  end the login used; who the caller is
+//	GET|POST /api/users, DELETE /api/users/{name}, PUT /api/users/{name}/password
+//	GET|POST /api/tokens, DELETE /api/tokens/{id}    a user's logins and personal tokens
+//	GET|POST /api/homes, GET|PATCH|DELETE /api/homes/{home}
+//	POST   /api/homes/{home}/members, DELETE …/members/{user}
+//	POST   /api/homes/{home}/devices, DELETE …/devices/{id}   bind by activation code; unbind
 //	       /mcp                                      the MCP server (Options.MCP), behind the token
 //	                                                 or an OAuth access token (Options.OAuth)
 //	GET    /healthz                                  liveness and readiness, no token
 //	GET    /metrics                                  Prometheus metrics, no token
 //
-// Everything under /api, and /mcp, needs the admin bearer token
-// (RequireToken). Errors are JSON, {"error":{"code":…,"message":…}}, with
+// Everything under /api but POST /api/login needs a token: the admin
+// token (hub.Admin), or a user's (Options.Accounts) as a bearer token or
+// the dashboard's cookie (principal.go); /mcp the admin token or an OAuth
+// access token. A user sees only the devices of their homes: every route
+// that names a device answers one of another home exactly as an unknown
+// one (seenDevice), lists leave it out, and roles limit what they change. Errors are JSON, {"error":{"code":…,"message":…}}, with
 // the status WriteError maps the code to; unknown /api paths answer 404 and
 // wrong methods 405 in the same shape.
 //
@@ -114,6 +125,7 @@ type Server struct {
 	services  Services
 	settings  Settings
 	personas  Personas
+	binds     *bindLimit
 	token     string
 	metrics   *metrics.Metrics
 	log       *slog.Logger
@@ -154,6 +166,7 @@ func New(opts Options) *Server {
 		services:  opts.Services,
 		settings:  opts.Settings,
 		personas:  opts.Personas,
+		binds:     newBindLimit(),
 		token:     opts.Token,
 		metrics:   opts.Metrics,
 		log:       opts.Logger,
@@ -179,7 +192,8 @@ type methodHandler struct {
 // apiRoutes is every /api route: each service's file lists its own.
 func (s *Server) apiRoutes() []route {
 	var all []route
-	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes(), s.serviceRoutes(), s.settingsRoutes(), s.personaRoutes()} {
+	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes(),
+		s.serviceRoutes(), s.peopleRoutes(), s.homeRoutes(), s.settingsRoutes(), s.personaRoutes()} {
 		all = append(all, rs...)
 	}
 	return append(all, route{"/api/openapi.json", []methodHandler{{"GET", s.serveOpenAPI}}})
@@ -196,6 +210,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 	}
 	api.HandleFunc("/api/", s.noRoute)
 	mux.Handle("/api/", s.requirePrincipal(api))
+	for _, rt := range s.publicRoutes() {
+		handle(mux, rt)
+	}
 	if s.mcp != nil {
 		mux.Handle("/mcp", s.requireMCPToken(s.mcp))
 	}

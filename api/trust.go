@@ -38,8 +38,8 @@ func (s *Server) trustRoutes() []route {
 		return nil
 	}
 	return []route{
-		{"/api/activations", []methodHandler{{"GET", s.listActivations}}},
-		{"/api/activations/{code}/approve", []methodHandler{{"POST", s.approve}}},
+		{"/api/activations", []methodHandler{{"GET", s.adminOnly("list the activation codes of every device (POST /api/homes/{id}/devices adds a device to your home by its code)", s.listActivations)}}},
+		{"/api/activations/{code}/approve", []methodHandler{{"POST", s.adminOnly("approve a device into no home (POST /api/homes/{id}/devices adds a device to your home by its code)", s.approve)}}},
 		{"/api/devices/{id}/trust", []methodHandler{{"GET", s.getTrust}}},
 		{"/api/devices/{id}/token", []methodHandler{{"DELETE", s.revoke}}},
 		{"/api/devices/{id}/token/revoke", []methodHandler{{"POST", s.revoke}}},
@@ -86,6 +86,12 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 // getTrust answers the device's trust record and whether it is admitted.
 func (s *Server) getTrust(w http.ResponseWriter, r *http.Request) {
 	id := pathID(r)
+	if !principal(r).Admin {
+		if _, err := s.seenDevice(r, "", ""); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	t, err := s.trust.TrustOf(r.Context(), id)
 	if hub.ErrorCode(err) == hub.ENOTFOUND {
 		// A device the hub knows that never made an OTA check here (a
@@ -108,6 +114,10 @@ func (s *Server) getTrust(w http.ResponseWriter, r *http.Request) {
 // revoke answers DELETE /api/devices/{id}/token and
 // POST /api/devices/{id}/token/revoke: {"deviceId","revoked"}.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.seenDevice(r, hub.RoleOwner, "revoke a device's tokens"); err != nil && !principal(r).Admin {
+		s.fail(w, r, err)
+		return
+	}
 	t, err := s.trust.Revoke(r.Context(), pathID(r))
 	if err != nil {
 		s.fail(w, r, err)
@@ -131,6 +141,10 @@ func (s *Server) rebind(w http.ResponseWriter, r *http.Request) {
 		SerialNumber string `json:"serialNumber"`
 	}
 	if err := decodeBody(w, r, &body, rebindSpec, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.seenDevice(r, hub.RoleMember, "re-bind a device"); err != nil && !principal(r).Admin {
 		s.fail(w, r, err)
 		return
 	}
@@ -161,6 +175,10 @@ func (s *Server) setTransport(w http.ResponseWriter, r *http.Request) {
 	}
 	if body.Transport == nil {
 		s.fail(w, r, hub.Errorf(hub.EBADREQUEST, `the body needs "transport": "websocket" or "auto"`))
+		return
+	}
+	if _, err := s.seenDevice(r, hub.RoleMember, "choose a device's transport"); err != nil && !principal(r).Admin {
+		s.fail(w, r, err)
 		return
 	}
 	t, err := s.trust.SetTransport(r.Context(), pathID(r), *body.Transport)

@@ -6,7 +6,11 @@
 // and states it concerns, and never rebuilds a form, so what a person is
 // typing (a volume, an approval's name) stays, with its focus.
 const $ = (id) => document.getElementById(id);
+// The admin may paste the admin token (kept in local storage); a person
+// signs in with the form, and their session is an HttpOnly cookie the page
+// never sees (people.js).
 let token = localStorage.getItem("xiaozhi-hub-token") || "";
+let me = null; // GET /api/me: {user, admin, actor, homes}; null when signed out
 let streamAbort = null;
 const devices = new Map(); // id → device as GET /api/devices lists it
 const deviceRows = new Map(); // id → li
@@ -48,14 +52,20 @@ function applyLang() {
   }
 }
 
+// request is fetch's options for an API request: the pasted token when
+// there is one, else the session cookie, and on anything but GET the
+// header that proves the request comes from this page (CSRF).
+function request(method, body) {
+  const headers = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = "Bearer " + token;
+  if (method !== "GET" && method !== "HEAD") headers["X-XZH-CSRF"] = "1";
+  return { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) };
+}
+
 async function api(method, path, body) {
   let res;
   try {
-    res = await fetch(path, {
-      method,
-      headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    res = await fetch(path, request(method, body));
   } catch (e) {
     throw new Error(t("err.network", { error: e.message }));
   }
@@ -66,6 +76,11 @@ async function api(method, path, body) {
     const msg = (data && data.error && data.error.message) || res.statusText;
     const err = new Error(t("err.http", { status: res.status, message: msg }));
     err.status = res.status;
+    err.detail = msg;
+    err.retryAfter = Number(res.headers.get("Retry-After")) || 0;
+    // The credential is gone (logged out elsewhere, revoked, expired, the
+    // user removed): back to the sign-in page.
+    if (res.status === 401 && path !== "/api/login") signedOut();
     throw err;
   }
   return data;
@@ -107,10 +122,11 @@ async function loadDevices() {
   syncOptions($("roomFilter"), [...new Set(list.map(d => d.room).filter(Boolean))].sort());
   syncOptions($("callDevice"), list.map(d => d.id), devName);
   renderDevices();
+  renderHomeless();
 }
 
 function deviceMeta(d) {
-  return [d.room, d.mcp ? t("devices.tools", { n: d.toolCount }) : t("devices.things", { n: d.thingCount }),
+  return [homesShown() && homeName(d.home), d.room, d.mcp ? t("devices.tools", { n: d.toolCount }) : t("devices.things", { n: d.thingCount }),
     d.online ? (d.node ? t("devices.onlineVia", { node: d.node }) : t("devices.online")) : t("devices.seen", { ago: ago(d.lastSeen) })].filter(Boolean).join(" · ");
 }
 
@@ -120,7 +136,7 @@ function renderDevices() {
   live($("count"), () => all.length ? t("devices.count", { online, total: all.length }) : "");
   const q = $("search").value.trim().toLowerCase();
   const room = $("roomFilter").value;
-  const shown = all.filter(d => (!room || d.room === room) &&
+  const shown = all.filter(d => inChosenHome(d) && (!room || d.room === room) &&
     (!q || [d.id, d.name, d.room, d.board, ...(d.aliases || [])].some(s => s && s.toLowerCase().includes(q))));
   const list = $("devices");
   for (const [id, li] of deviceRows) if (!devices.has(id)) { li.remove(); deviceRows.delete(id); }
@@ -226,7 +242,9 @@ const mcpRows = new Map(); // request id or client id → li
 async function loadMCP() {
   let reqs, clients;
   try {
-    reqs = (await api("GET", "/api/oauth/requests")).requests || [];
+    // Waiting requests are the admin's list (a person approves their own
+    // on the consent page); the clients are each person's own.
+    reqs = await api("GET", "/api/oauth/requests").then(r => r.requests || [], e => { if (e.status === 403) return []; throw e; });
     clients = (await api("GET", "/api/oauth/clients")).clients || [];
   } catch { $("mcpBox").hidden = true; return; } // mcp-oauth off
   $("mcpBox").hidden = false;
@@ -243,7 +261,7 @@ async function loadMCP() {
       lx("div", "muted", () => t("mcp.asks", { redirect: r.redirect, address: r.address })),
       el("div", { class: "row" }, allow, deny));
     allow.addEventListener("click", async () => {
-      if (!await confirmBox(t("mcp.confirmAllow", { name: r.clientName }))) return;
+      if (!await confirmBox(t(me && !me.admin ? "mcp.confirmAllowUser" : "mcp.confirmAllow", { name: r.clientName }))) return;
       api("POST", "/api/oauth/requests/" + enc(r.id) + "/approve").then(loadMCP, e => alertIn(li, e));
     });
     deny.addEventListener("click", () => api("POST", "/api/oauth/requests/" + enc(r.id) + "/deny").then(loadMCP, e => alertIn(li, e)));
@@ -371,8 +389,14 @@ function buildDetail(id) {
   d.thingsHead = el("h3", { hidden: "" });
   d.thingsBox = el("div", {});
   d.err = el("div", {});
+  // A guest reads and calls, and changes nothing (the API refuses it too).
+  const home = (devices.get(id) || {}).home;
+  const manage = mayManage(home);
+  form.hidden = !manage;
+  revoke.hidden = del.hidden = !mayOwn(home); // an owner's (or the admin's)
   $("detail").replaceChildren(el("h2", {}, d.dot, " ", d.title), d.meta, form,
-    el("div", { class: "row", style: "margin-top:8px" }, revoke, rebind, del, d.transport), d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
+    el("div", { class: "row manage", style: "margin-top:8px", hidden: !manage && "" }, revoke, rebind, del, d.transport, leaveButton(id, home, d.out)),
+    d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
   detail = d;
 }
 
@@ -396,7 +420,7 @@ async function refreshDetail() {
     if (detail !== d) return;
     d.dot.classList.toggle("on", dev.online);
     d.title.textContent = dev.name || dev.id;
-    live(d.meta, () => [dev.id, dev.board, dev.firmware && t("detail.firmware", { v: dev.firmware }),
+    live(d.meta, () => [dev.id, homeName(dev.home), dev.board, dev.firmware && t("detail.firmware", { v: dev.firmware }),
       t("detail.protocol", { v: dev.protocolVersion }), dev.transport && (dev.transport === "mqtt" ? "MQTT" : "WebSocket"), dev.online ? t("devices.online") : t("detail.lastSeen", { ago: ago(dev.lastSeen) })]
       .filter(Boolean).join(" · "));
     setIfIdle(d.name, dev.name || "");
@@ -601,11 +625,7 @@ $("chatForm").addEventListener("submit", async (ev) => {
   button.disabled = true;
   let answer = null;
   try {
-    const res = await fetch("/api/agent/chat", {
-      method: "POST",
-      headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" },
-      body: JSON.stringify({ message, session: chatSession }),
-    });
+    const res = await fetch("/api/agent/chat", request("POST", { message, session: chatSession }));
     if (!res.ok) {
       let msg = res.statusText;
       try { msg = (await res.json()).error.message || msg; } catch { }
@@ -696,7 +716,8 @@ async function stream() {
   const signal = streamAbort.signal;
   while (!signal.aborted) {
     try {
-      const res = await fetch("/api/events", { headers: { "Authorization": "Bearer " + token }, signal });
+      const res = await fetch("/api/events", { ...request("GET"), signal });
+      if (res.status === 401) { signedOut(); return; }
       if (!res.ok) throw new Error(res.status + " " + res.statusText);
       live($("status"), () => t("status.live"));
       await readSSE(res, onEvent);
@@ -710,9 +731,12 @@ async function stream() {
 
 async function refresh() {
   try {
+    await loadMe();
+    await loadHomes();
     await loadDevices();
     live($("status"), () => t("status.connected"));
-    loadActivations();
+    loadPeople().catch(() => {});
+    if (me.admin) loadActivations();
     loadMCP();
     loadCluster();
     loadCalls();
@@ -720,34 +744,7 @@ async function refresh() {
     return true;
   } catch (e) {
     const msg = e.message;
-    live($("status"), () => e.status === 401 ? t("status.badToken") : msg);
+    live($("status"), () => e.status === 401 ? (token ? t("status.badToken") : t("status.notConnected")) : msg);
     return false;
   }
 }
-
-// ---- start
-
-applyLang();
-$("lang").addEventListener("change", () => {
-  LANG = $("lang").value;
-  localStorage.setItem("xiaozhi-hub-lang", LANG);
-  applyLang();
-});
-$("search").addEventListener("input", renderDevices);
-$("roomFilter").addEventListener("change", renderDevices);
-$("token").value = token;
-$("save").addEventListener("click", async () => {
-  token = $("token").value.trim();
-  localStorage.setItem("xiaozhi-hub-token", token);
-  if (await refresh()) stream();
-});
-$("token").addEventListener("keydown", (e) => { if (e.key === "Enter") $("save").click(); });
-if (token) refresh().then(ok => ok && stream());
-setInterval(() => { // "seen … ago" and expiries stay true; approvals have no events
-  if (!token) return;
-  tickExpiry();
-  loadActivations();
-  loadMCP();
-  loadCluster(); // a node that joins or dies sends no event of its own
-}, 5000);
-setInterval(() => { if (token) loadDevices().catch(() => {}); }, 15000);

@@ -1,11 +1,9 @@
 package dashboard_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -19,30 +17,10 @@ import (
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
-// apiCall calls the hub's REST API with the admin token.
+// apiCall calls the hub's REST API with the admin token (mustAs).
 func apiCall(t *testing.T, h *server.Hub, method, path string, body any) map[string]any {
 	t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, _ := http.NewRequest(method, h.URL()+path, rd)
-	req.Header.Set("Authorization", "Bearer "+servertest.Token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var out map[string]any
-	json.NewDecoder(res.Body).Decode(&out)
-	if res.StatusCode >= 300 {
-		t.Fatalf("%s %s = %d %v", method, path, res.StatusCode, out)
-	}
-	return out
+	return mustAs(t, h, servertest.Token, method, path, body)
 }
 
 const (

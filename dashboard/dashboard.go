@@ -2,11 +2,15 @@
 // IoT things, calls from a form built from each tool's inputSchema, pending
 // activations, call history, the agent's chat and the live event stream, in
 // English and Simplified Chinese. It is one static page; every piece of
-// data comes from the REST API with the admin token, which the page asks
-// for and keeps in the browser's local storage.
+// data comes from the REST API. A person signs in with their name and
+// password (the session is an HttpOnly cookie; every other request carries
+// the X-XZH-CSRF header) and sees their homes: the home switcher, members
+// and roles, adding a device by its code, their personal tokens; the admin
+// may instead paste the admin token, kept in the browser's local storage,
+// and sees every user, home and device.
 //
-// The page is written as four files (index.html, style.css, i18n.js,
-// app.js) and served as one document, the style and scripts inlined, so
+// The page is written as five files (index.html, style.css, i18n.js,
+// app.js, people.js) and served as one document, the style and scripts inlined, so
 // nothing is fetched but the API and nothing is downloaded from elsewhere.
 package dashboard
 
@@ -25,6 +29,8 @@ var (
 	i18n string
 	//go:embed app.js
 	app string
+	//go:embed people.js
+	people string
 	//go:embed device.html
 	device []byte
 	//go:embed consent.html
@@ -36,6 +42,7 @@ var page = []byte(strings.NewReplacer(
 	"/*STYLE*/", style,
 	"/*I18N*/", i18n,
 	"/*APP*/", app,
+	"/*PEOPLE*/", people,
 ).Replace(shell))
 
 // Handler serves the page. It needs no token: it holds no data.

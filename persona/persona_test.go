@@ -2,7 +2,6 @@ package persona_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -14,17 +13,6 @@ import (
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/registry/registrytest"
 )
-
-// seen finds a device as a principal sees it, as the hub's does.
-type seen struct{ reg *registry.Registry }
-
-func (s seen) DeviceAs(p *hub.Principal, id string) (hub.Device, error) {
-	d, err := s.reg.Device(id)
-	if err == nil && p != nil && !p.Sees(d.Home) {
-		return hub.Device{}, &hub.Error{Code: hub.ENOTFOUND, Message: fmt.Sprintf("device %q is not known to the hub", id), Err: registry.ErrUnknownDevice}
-	}
-	return d, err
-}
 
 // model stands in for the configured model writing memories: it keeps
 // the last line the person said, after the old memory.
@@ -101,7 +89,7 @@ func newWorld(t *testing.T, maxMemory int) *world {
 	m := &model{}
 	w := &world{reg: rh.Reg, acc: acc, homeA: a.ID, homeB: b.ID, m: m,
 		alice: pr("alice"), bob: pr("bob"), gina: pr("gina"), carol: pr("carol")}
-	w.svc = persona.New(persona.Options{Store: rh.DB, Devices: seen{rh.Reg}, Homes: acc, Model: m, MaxMemory: maxMemory,
+	w.svc = persona.New(persona.Options{Store: rh.DB, Devices: rh.Reg, Homes: acc, Model: m, MaxMemory: maxMemory,
 		OnMemory: func(mem hub.Memory) {
 			if m.done != nil {
 				m.done <- mem.Text

@@ -182,6 +182,7 @@ func (r *Registry) localConn(id string) (Conn, error) {
 // recorded here (that node recorded them) nor counted.
 func (r *Registry) AnnounceCalls(recs []hub.CallRecord) {
 	for _, rec := range recs {
-		r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec, Node: rec.Node})
+		r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec, Node: rec.Node,
+			By: rec.By, Home: r.homeOf(rec.DeviceID)})
 	}
 }

@@ -57,7 +57,7 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) (hub.CallResul
 		return hub.CallResult{}, notFound(req.DeviceID)
 	}
 	start := r.opts.Now()
-	res, err := r.callTool(ctx, req)
+	res, home, err := r.callTool(ctx, req)
 	outcome := hub.OutcomeOK
 	switch {
 	case err != nil:
@@ -79,47 +79,49 @@ func (r *Registry) CallTool(ctx context.Context, req CallRequest) (hub.CallResul
 	} else {
 		rec.Result = summarize(res.Content)
 	}
-	r.finish(ctx, rec)
+	r.finish(ctx, rec, home)
 	return res, err
 }
 
-func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResult, error) {
+// callTool runs the call and returns the device's home with its answer.
+func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResult, string, error) {
 	args, err := Arguments(req.Arguments)
 	if err != nil {
-		return hub.CallResult{}, err
+		return hub.CallResult{}, "", err
 	}
 	timeout, err := r.timeout(req.Timeout)
 	if err != nil {
-		return hub.CallResult{}, err
+		return hub.CallResult{}, "", err
 	}
 	r.mu.RLock()
 	e, ok := r.devices[req.DeviceID]
 	if !ok {
 		r.mu.RUnlock()
-		return hub.CallResult{}, notFound(req.DeviceID)
+		return hub.CallResult{}, "", notFound(req.DeviceID)
 	}
 	tool, known := e.tools.lookup(req.Tool)
 	link, transport, home := e.link, e.dev.Transport, e.dev.Home
 	r.mu.RUnlock()
 	if !known {
-		return hub.CallResult{}, &hub.Error{Code: hub.ENOTFOUND, Err: ErrUnknownTool,
+		return hub.CallResult{}, home, &hub.Error{Code: hub.ENOTFOUND, Err: ErrUnknownTool,
 			Message: fmt.Sprintf("device %q has no tool %q", req.DeviceID, req.Tool)}
 	}
 	if p := hub.PrincipalFrom(ctx); p != nil {
 		if err := p.MayCall(req.DeviceID, home, req.Tool, tool.UserOnly); err != nil {
-			return hub.CallResult{}, err
+			return hub.CallResult{}, home, err
 		}
 	}
 	// The call's time includes checking its arguments.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := r.val.Validate(ctx, tool.InputSchema, args); err != nil {
-		return hub.CallResult{}, err
+		return hub.CallResult{}, home, err
 	}
 	if link == nil {
-		return hub.CallResult{}, offline(req.DeviceID, transport)
+		return hub.CallResult{}, home, offline(req.DeviceID, transport)
 	}
-	return link.conn.CallTool(ctx, req.Tool, args)
+	res, err := link.conn.CallTool(ctx, req.Tool, args)
+	return res, home, err
 }
 
 // Arguments is the one rule for the arguments of a call, a tool's or an
@@ -163,7 +165,7 @@ func (r *Registry) SendIoTCommands(ctx context.Context, deviceID string, cmds []
 		return notFound(deviceID)
 	}
 	start := r.opts.Now()
-	err := r.sendIoT(ctx, deviceID, cmds)
+	home, err := r.sendIoT(ctx, deviceID, cmds)
 	outcome := hub.OutcomeSent
 	if err != nil {
 		outcome = outcomeOf(err)
@@ -185,52 +187,55 @@ func (r *Registry) SendIoTCommands(ctx context.Context, deviceID string, cmds []
 	if err != nil {
 		rec.Result = hub.ErrorMessage(err)
 	}
-	r.finish(ctx, rec)
+	r.finish(ctx, rec, home)
 	return err
 }
 
-func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTCommand) error {
+// sendIoT sends the commands and returns the device's home.
+func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTCommand) (string, error) {
 	r.mu.RLock()
 	e, ok := r.devices[deviceID]
 	if !ok {
 		r.mu.RUnlock()
-		return notFound(deviceID)
+		return "", notFound(deviceID)
 	}
 	err := iot.ValidateCommands(e.things, cmds)
 	link, transport, home := e.link, e.dev.Transport, e.dev.Home
 	r.mu.RUnlock()
 	if err != nil {
-		return err
+		return home, err
 	}
 	if p := hub.PrincipalFrom(ctx); p != nil {
 		for _, c := range cmds {
 			if err := p.MayCall(deviceID, home, c.Name+"."+c.Method, false); err != nil {
-				return err
+				return home, err
 			}
 		}
 	}
 	if link == nil {
-		return offline(deviceID, transport)
+		return home, offline(deviceID, transport)
 	}
 	// Validated: each command's parameters are an object, nothing or null.
 	cmds = slices.Clone(cmds)
 	for i := range cmds {
 		if cmds[i].Parameters, err = Arguments(cmds[i].Parameters); err != nil {
-			return err
+			return home, err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.DefaultCallTimeout)
 	defer cancel()
-	return link.conn.SendIoT(ctx, cmds)
+	return home, link.conn.SendIoT(ctx, cmds)
 }
 
 // finish numbers the record, writes it (the caller is answered once it is
 // stored, see recorder) and announces it; the event and the call history
 // carry the same id, and a client seeing the event finds the record.
-func (r *Registry) finish(ctx context.Context, rec hub.CallRecord) {
+// The event says who made the call, and carries the device's home for the
+// streams' filters.
+func (r *Registry) finish(ctx context.Context, rec hub.CallRecord, home string) {
 	rec.ID = r.callID.Add(1)
 	r.rec.call(ctx, rec)
-	r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec})
+	r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec, By: rec.By, Home: home})
 }
 
 func (r *Registry) timeout(d time.Duration) (time.Duration, error) {

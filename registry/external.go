@@ -13,9 +13,9 @@ import (
 // Tool, Caller, Started and DurationMs; RecordCall fills in the outcome,
 // the summarized arguments and result (or error), who asked (the principal
 // in ctx), numbers the record, stores it before returning and announces
-// it as a call_finished event. It is counted in the call metrics under
+// it as a call_finished event of home (who sees that home sees it). It is counted in the call metrics under
 // rec.Kind.
-func (r *Registry) RecordCall(ctx context.Context, rec hub.CallRecord, args json.RawMessage, res hub.CallResult, err error) {
+func (r *Registry) RecordCall(ctx context.Context, rec hub.CallRecord, home string, args json.RawMessage, res hub.CallResult, err error) {
 	rec.Outcome = hub.OutcomeOK
 	switch {
 	case err != nil:
@@ -31,5 +31,5 @@ func (r *Registry) RecordCall(ctx context.Context, rec hub.CallRecord, args json
 	by(&rec, hub.PrincipalFrom(ctx))
 	r.opts.Metrics.Call(rec.Kind, rec.Outcome, rec.DurationMs/1000)
 	r.opts.Metrics.CallBy(rec.Caller)
-	r.finish(ctx, rec)
+	r.finish(ctx, rec, home)
 }

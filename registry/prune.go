@@ -108,7 +108,7 @@ func (r *Registry) ForgetUnused(ctx context.Context, id string) (bool, error) {
 		delete(r.devices, id)
 	}
 	r.mu.Unlock()
-	if gone {
+	if gone { // an unused device has no home (unusedLocked)
 		r.publish(hub.EventDeviceDeleted, id, map[string]string{"reason": "unused"})
 	}
 	return gone, nil

@@ -185,10 +185,44 @@ func (r *Registry) Devices() []hub.Device {
 		out = append(out, r.viewLocked(e))
 	}
 	r.mu.RUnlock()
-	slices.SortFunc(out, func(a, b hub.Device) int {
+	sortDevices(out)
+	return out
+}
+
+// sortDevices sorts by room, name and id.
+func sortDevices(ds []hub.Device) {
+	slices.SortFunc(ds, func(a, b hub.Device) int {
 		return cmp.Or(strings.Compare(a.Room, b.Room), strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
 	})
+}
+
+// DevicesOf returns the devices p sees (Principal.Sees; nil: every
+// device), sorted as Devices sorts them. Devices p does not see are not
+// copied.
+func (r *Registry) DevicesOf(p *hub.Principal) []hub.Device {
+	if p == nil || p.Admin {
+		return r.Devices()
+	}
+	r.mu.RLock()
+	out := make([]hub.Device, 0, 16)
+	for _, e := range r.devices {
+		if p.Sees(e.dev.Home) {
+			out = append(out, r.viewLocked(e))
+		}
+	}
+	r.mu.RUnlock()
+	sortDevices(out)
 	return out
+}
+
+// DeviceAs returns device id as p sees it: a device p does not see is
+// the same ENOTFOUND error, with the same message, as an unknown one.
+func (r *Registry) DeviceAs(p *hub.Principal, id string) (hub.Device, error) {
+	d, err := r.Device(id)
+	if err == nil && p != nil && !p.Sees(d.Home) {
+		return hub.Device{}, notFound(id)
+	}
+	return d, err
 }
 
 // Device returns one device, or an ENOTFOUND error.
@@ -299,7 +333,8 @@ func (r *Registry) update(ctx context.Context, e *entry, id string, p hub.Device
 	if err != nil {
 		return hub.Device{}, err
 	}
-	r.publish(hub.EventDeviceUpdated, id, view)
+	r.send(hub.Event{Type: hub.EventDeviceUpdated, DeviceID: id, Data: view, Home: view.Home,
+		By: hub.PrincipalFrom(ctx).Actor()}, true)
 	return view, nil
 }
 
@@ -394,16 +429,18 @@ func (r *Registry) RecordOnly(typ, deviceID string, data any) {
 // device is disconnected; it will be registered afresh if it comes back
 // (and the OnDelete hooks decide whether it may).
 func (r *Registry) DeleteDevice(ctx context.Context, id string) error {
-	return r.deleteDevice(ctx, id, r.publish)
+	return r.deleteDevice(ctx, id, true)
 }
 
 // ApplyDelete is DeleteDevice for a deletion another hub node made (and
 // recorded).
 func (r *Registry) ApplyDelete(ctx context.Context, id string) error {
-	return r.deleteDevice(ctx, id, r.echo)
+	return r.deleteDevice(ctx, id, false)
 }
 
-func (r *Registry) deleteDevice(ctx context.Context, id string, publish func(string, string, any)) error {
+// deleteDevice forgets id; record says whether this node records the
+// event (see publish and echo).
+func (r *Registry) deleteDevice(ctx context.Context, id string, record bool) error {
 	r.mu.RLock()
 	e, ok := r.devices[id]
 	r.mu.RUnlock()
@@ -427,7 +464,7 @@ func (r *Registry) deleteDevice(ctx context.Context, id string, publish func(str
 		delete(r.devices, id)
 	}
 	r.releaseLocked(e.tools)
-	link, node := e.link, e.node
+	link, node, home := e.link, e.node, e.dev.Home
 	if link != nil {
 		e.link, e.node = nil, ""
 		r.online--
@@ -440,7 +477,7 @@ func (r *Registry) deleteDevice(ctx context.Context, id string, publish func(str
 		}
 		link.conn.Close("device deleted from the hub")
 	}
-	publish(hub.EventDeviceDeleted, id, nil)
+	r.send(hub.Event{Type: hub.EventDeviceDeleted, DeviceID: id, Home: home, By: hub.PrincipalFrom(ctx).Actor()}, record)
 	return nil
 }
 
@@ -494,12 +531,31 @@ func (r *Registry) publish(typ, deviceID string, data any) { r.emit(typ, deviceI
 func (r *Registry) echo(typ, deviceID string, data any) { r.emit(typ, deviceID, data, false) }
 
 func (r *Registry) emit(typ, deviceID string, data any, record bool) {
-	ev := hub.Event{Type: typ, DeviceID: deviceID, Time: r.opts.Now(), Data: data}
+	r.send(hub.Event{Type: typ, DeviceID: deviceID, Data: data, Home: r.homeOf(deviceID)}, record)
+}
+
+// send stamps ev with the time and sends it to subscribers, recording it
+// if record. ev.Home is the device's home (for the streams' filters).
+func (r *Registry) send(ev hub.Event, record bool) {
+	ev.Time = r.opts.Now()
 	r.gen.note(ev)
 	r.bus.publish(ev)
 	if record {
 		r.rec.event(ev)
 	}
+}
+
+// homeOf is the home of device id ("" when it has none or is unknown).
+func (r *Registry) homeOf(id string) string {
+	if id == "" {
+		return ""
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e, ok := r.devices[id]; ok {
+		return e.dev.Home
+	}
+	return ""
 }
 
 func notFound(id string) error {

@@ -1,5 +1,7 @@
 package search
 
+import "slices"
+
 // concepts is the small synonym table that lets a query in one language or
 // wording find a device described in another: "灯" finds "Desk lamp",
 // "speaker" finds a device whose tool is self.audio_speaker.set_volume, "卧室"
@@ -33,21 +35,31 @@ var conceptTable = []struct {
 	{"screen", "type", []string{"屏幕", "显示屏", "屏", "screen", "display"}},
 	{"camera", "type", []string{"摄像头", "相机", "监控", "camera", "webcam", "cam"}},
 	{"ac", "type", []string{"空调", "冷气", "air conditioner", "aircon", "ac", "a c", "hvac"}},
-	{"fan", "type", []string{"风扇", "电扇", "电风扇", "吊扇", "fan", "ceiling fan"}},
+	{"fan", "type", []string{"风扇", "电扇", "电风扇", "吊扇", "落地扇", "排气扇", "换气扇", "fan", "ceiling fan", "exhaust fan"}},
 	{"tv", "type", []string{"电视", "电视机", "tv", "television"}},
 	{"curtain", "type", []string{"窗帘", "纱帘", "百叶窗", "curtain", "blind", "shade", "drape"}},
 	{"purifier", "type", []string{"空气净化器", "净化器", "purifier", "air purifier"}},
-	{"humidifier", "type", []string{"加湿器", "humidifier"}},
-	{"heater", "type", []string{"取暖器", "暖风机", "电暖器", "暖气", "heater", "radiator"}},
-	{"vacuum", "type", []string{"扫地机", "扫地机器人", "吸尘器", "robot vacuum", "vacuum", "roomba"}},
+	{"humidifier", "type", []string{"加湿器", "加湿", "humidifier", "humidify"}},
+	{"dehumidifier", "type", []string{"除湿机", "除湿器", "抽湿机", "除湿", "抽湿", "dehumidifier", "dehumidify"}},
+	{"fresh_air", "type", []string{"新风", "新风机", "新风系统", "fresh air", "fresh air system", "ventilation", "ventilator"}},
+	{"window", "type", []string{"窗户", "窗", "开窗器", "推窗器", "window", "window opener"}},
+	{"heater", "type", []string{"取暖器", "暖风机", "电暖器", "电暖气", "暖气", "浴霸", "heater", "radiator", "space heater"}},
+	{"vacuum", "type", []string{"扫地机", "扫地机器人", "扫拖机器人", "扫拖一体", "拖地机", "洗地机", "吸尘器", "robot vacuum", "vacuum", "roomba",
+		"robot cleaner", "cleaning robot", "mop"}},
 	{"lock", "type", []string{"门锁", "智能锁", "锁", "lock", "door lock"}},
 	{"plug", "type", []string{"插座", "插头", "智能插座", "plug", "socket", "outlet", "smart plug"}},
 	{"doorbell", "type", []string{"门铃", "doorbell"}},
 	{"sensor", "type", []string{"传感器", "探测器", "sensor", "detector"}},
-	{"kettle", "type", []string{"水壶", "热水壶", "电水壶", "kettle"}},
+	{"kettle", "type", []string{"水壶", "热水壶", "电水壶", "烧水壶", "养生壶", "kettle"}},
+	{"dispenser", "type", []string{"饮水机", "净饮机", "管线机", "water dispenser", "dispenser"}},
+	{"cooker", "type", []string{"电饭煲", "电饭锅", "电压力锅", "rice cooker", "cooker", "pressure cooker"}},
 	{"washer", "type", []string{"洗衣机", "washer", "washing machine"}},
+	{"dryer", "type", []string{"烘干机", "干衣机", "dryer", "tumble dryer"}},
+	{"clothes_rack", "type", []string{"晾衣架", "晾衣杆", "晾衣机", "clothes rack", "drying rack", "clothes drying rack"}},
 	{"fridge", "type", []string{"冰箱", "fridge", "refrigerator"}},
 	{"water_heater", "type", []string{"热水器", "water heater"}},
+	{"weather", "type", []string{"天气", "天气预报", "气象", "weather", "forecast"}},
+	{"calculator", "type", []string{"计算器", "计算", "calculator", "calculate", "calculation", "calc", "math", "arithmetic"}},
 	{"assistant", "type", []string{"小智", "语音助手", "助手", "xiaozhi", "assistant", "voice assistant"}},
 
 	// Capabilities (found mostly in tool and thing descriptions).
@@ -91,11 +103,13 @@ var stopTerms = []string{
 
 type concept struct {
 	id, kind string
+	n        int // its place in conceptTable
 }
 
 type dictEntry struct {
 	units    []string
 	concepts []concept // primary first, then broader ones
+	needs    []*need   // needs the term expresses (a query's side only)
 	stop     bool
 }
 
@@ -107,29 +121,49 @@ type dictionary struct {
 
 func newDictionary() *dictionary {
 	d := &dictionary{entries: map[string]*dictEntry{}}
-	kinds := map[string]string{}
-	for _, c := range conceptTable {
-		kinds[c.id] = c.kind
+	byID := map[string]concept{}
+	for i, c := range conceptTable {
+		byID[c.id] = concept{c.id, c.kind, i}
 	}
 	for _, c := range conceptTable {
-		cs := []concept{{c.id, c.kind}}
+		cs := []concept{byID[c.id]}
 		for _, b := range broader[c.id] {
-			cs = append(cs, concept{b, kinds[b]})
+			cs = append(cs, byID[b])
 		}
 		for _, t := range c.terms {
-			d.add(t, cs, false)
+			d.entry(t).addConcepts(cs)
+		}
+	}
+	for _, n := range needTable {
+		nd := &need{id: n.id, nAnswer: len(n.answers)}
+		for _, id := range append(append([]string(nil), n.answers...), n.also...) {
+			c, ok := byID[id]
+			if !ok {
+				panic("search: need " + n.id + " names no concept " + id)
+			}
+			nd.answers = append(nd.answers, c)
+		}
+		for _, t := range needPhrases(n.feel, n.say) {
+			if e := d.entry(t); e != nil && !slices.Contains(e.needs, nd) {
+				e.needs = append(e.needs, nd)
+				e.stop = false
+			}
 		}
 	}
 	for _, t := range stopTerms {
-		d.add(t, nil, true)
+		if e := d.entry(t); e != nil && len(e.concepts) == 0 && len(e.needs) == 0 {
+			e.stop = true
+		}
 	}
 	return d
 }
 
-func (d *dictionary) add(term string, cs []concept, stop bool) {
+// entry returns the entry for term, adding an empty one; nil if the term
+// has no units.
+func (d *dictionary) entry(term string) *dictEntry {
 	units := tokenize(term)
 	if len(units) == 0 {
-		return
+		return nil
 	}
 	k := key(units)
 	e, ok := d.entries[k]
@@ -138,8 +172,11 @@ func (d *dictionary) add(term string, cs []concept, stop bool) {
 		d.entries[k] = e
 		d.maxUnits = max(d.maxUnits, len(units))
 	}
-	if stop {
-		e.stop = e.stop || len(e.concepts) == 0
+	return e
+}
+
+func (e *dictEntry) addConcepts(cs []concept) {
+	if e == nil {
 		return
 	}
 	e.stop = false
@@ -170,8 +207,9 @@ func (d *dictionary) longest(units []string, i int) *dictEntry {
 }
 
 // conceptsIn returns every concept named in units (longest terms first, no
-// overlaps), each with the term that named it.
-func (d *dictionary) conceptsIn(units []string) []found {
+// overlaps), each with the term that named it; with needs, also the
+// concepts that answer the needs named.
+func (d *dictionary) conceptsIn(units []string, needs bool) []found {
 	var out []found
 	for i := 0; i < len(units); {
 		e := d.longest(units, i)
@@ -179,10 +217,26 @@ func (d *dictionary) conceptsIn(units []string) []found {
 			i++
 			continue
 		}
-		for j, c := range e.concepts {
-			out = append(out, found{concept: c, term: display(e.units), broad: j > 0})
-		}
+		out = e.meanings(out, needs)
 		i += len(e.units)
+	}
+	return out
+}
+
+// meanings appends what the entry means: its concepts (the first primary,
+// the others broader) and, with needs, the concepts answering its needs.
+func (e *dictEntry) meanings(out []found, needs bool) []found {
+	term := display(e.units)
+	for j, c := range e.concepts {
+		out = append(out, found{concept: c, term: term, broad: j > 0})
+	}
+	if !needs {
+		return out
+	}
+	for _, n := range e.needs {
+		for j, c := range n.answers {
+			out = append(out, found{concept: c, term: term, broad: j >= n.nAnswer, need: n, rank: j})
+		}
 	}
 	return out
 }
@@ -190,5 +244,7 @@ func (d *dictionary) conceptsIn(units []string) []found {
 type found struct {
 	concept concept
 	term    string
-	broad   bool // a broader meaning of the term, not its primary one
+	broad   bool  // a broader meaning of the term, not its primary one
+	need    *need // the need the concept answers, if any
+	rank    int   // the concept's place among the need's answers
 }

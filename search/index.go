@@ -3,12 +3,15 @@
 // rooms, aliases, and the descriptions of their tools and IoT things, for
 // Chinese written without spaces (by character units) and for English (by
 // words), with a small synonym table (灯 ↔ light/lamp, 音箱 ↔ speaker, 卧室 ⊃
-// 主卧, …). Results are ranked by score, ties broken by device id, and each
-// says why it matched.
+// 主卧, …). It also finds them by what they do for what people say they
+// need ("地上好脏" → the robot vacuum, "主卧太干了" → the master bedroom's
+// humidifier; needs.go). Results are ranked by score, ties broken by device
+// id, and each says why it matched. docs/search.md describes the ranking.
+// A Doc may as well be a service: its tools are matched the same way.
 package search
 
 import (
-	"cmp"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -40,8 +43,10 @@ type Index struct {
 
 	mu       sync.RWMutex
 	docs     map[string]*doc
-	postings map[string]map[string]struct{} // unit or "\x01"+concept → doc ids
-	vocab    map[string]int                 // unit keys of names, aliases and rooms → refs
+	slots    []*doc             // by doc slot; nil where free
+	free     []int32            // free slots
+	postings map[string][]int32 // unit or "\x01"+concept → doc slots
+	vocab    map[string]int     // unit keys of names, aliases and rooms → refs
 	maxVocab int
 }
 
@@ -50,7 +55,7 @@ func NewIndex() *Index {
 	return &Index{
 		dict:     newDictionary(),
 		docs:     map[string]*doc{},
-		postings: map[string]map[string]struct{}{},
+		postings: map[string][]int32{},
 		vocab:    map[string]int{},
 	}
 }
@@ -66,9 +71,12 @@ type doc struct {
 	fingerprint string
 	names       []field // name and aliases
 	room        field
-	caps        []field // tool and thing names and descriptions, board
+	caps        []field             // tool and thing names and descriptions, board
+	capUnits    map[string]struct{} // every unit of caps
 	concepts    map[string]source
+	hasConcept  []uint64 // bit n: conceptTable[n] is in concepts
 	keys        []string // postings keys, for removal
+	slot        int32    // its place in Index.slots
 	vocab       []string // vocab keys, for removal
 }
 
@@ -78,6 +86,7 @@ type source struct {
 	field string
 	term  string
 	broad bool
+	n     int // the concept's place in conceptTable
 }
 
 const (
@@ -95,13 +104,15 @@ func (x *Index) Put(d Doc, fingerprint string) {
 	defer x.mu.Unlock()
 	x.removeLocked(d.ID)
 	x.docs[d.ID] = p
+	if n := len(x.free); n > 0 {
+		p.slot, x.free = x.free[n-1], x.free[:n-1]
+		x.slots[p.slot] = p
+	} else {
+		p.slot = int32(len(x.slots))
+		x.slots = append(x.slots, p)
+	}
 	for _, k := range p.keys {
-		set := x.postings[k]
-		if set == nil {
-			set = map[string]struct{}{}
-			x.postings[k] = set
-		}
-		set[d.ID] = struct{}{}
+		x.postings[k] = append(x.postings[k], p.slot)
 	}
 	for _, v := range p.vocab {
 		x.vocab[v]++
@@ -150,12 +161,18 @@ func (x *Index) removeLocked(id string) {
 		return
 	}
 	delete(x.docs, id)
+	x.slots[p.slot] = nil
+	x.free = append(x.free, p.slot)
 	for _, k := range p.keys {
-		if set := x.postings[k]; set != nil {
-			delete(set, id)
-			if len(set) == 0 {
-				delete(x.postings, k)
-			}
+		list := x.postings[k]
+		if i := slices.Index(list, p.slot); i >= 0 {
+			list[i] = list[len(list)-1]
+			list = list[:len(list)-1]
+		}
+		if len(list) == 0 {
+			delete(x.postings, k)
+		} else {
+			x.postings[k] = list
 		}
 	}
 	for _, v := range p.vocab {
@@ -208,10 +225,10 @@ func (x *Index) prepare(d Doc) *doc {
 	slices.SortFunc(p.caps, func(a, b field) int { return strings.Compare(a.label, b.label) })
 
 	note := func(class int, f field) {
-		for _, fd := range x.dict.conceptsIn(f.units) {
+		for _, fd := range x.dict.conceptsIn(f.units, false) {
 			old, ok := p.concepts[fd.concept.id]
-			if !ok || class < old.class || (class == old.class && old.broad && !fd.broad) {
-				p.concepts[fd.concept.id] = source{class: class, field: f.label, term: fd.term, broad: fd.broad}
+			if !ok || sourceWeight(class, fd.broad) > sourceWeight(old.class, old.broad) {
+				p.concepts[fd.concept.id] = source{class: class, field: f.label, term: fd.term, broad: fd.broad, n: fd.concept.n}
 			}
 		}
 	}
@@ -229,6 +246,16 @@ func (x *Index) prepare(d Doc) *doc {
 			keys[u] = struct{}{}
 		}
 	}
+	p.hasConcept = make([]uint64, (len(conceptTable)+63)/64)
+	for _, s := range p.concepts {
+		p.hasConcept[s.n/64] |= 1 << (s.n % 64)
+	}
+	p.capUnits = map[string]struct{}{}
+	for _, f := range p.caps {
+		for _, u := range f.units {
+			p.capUnits[u] = struct{}{}
+		}
+	}
 	for c := range p.concepts {
 		keys["\x01"+c] = struct{}{}
 	}
@@ -242,6 +269,21 @@ func (x *Index) prepare(d Doc) *doc {
 	}
 	return p
 }
+
+// hasCapUnits reports whether every unit of units occurs in the doc's
+// tools, things or board: a cheap test before looking for the run.
+func (p *doc) hasCapUnits(units []string) bool {
+	for _, u := range units {
+		if _, ok := p.capUnits[u]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// maxQueryUnits bounds the work of one search: a request to a voice
+// assistant is a sentence, and the rest of a longer query is ignored.
+const maxQueryUnits = 64
 
 // Search returns at most limit devices matching query, best first.
 func (x *Index) Search(query string, limit int) []Result { return x.SearchWhere(query, limit, nil) }
@@ -257,42 +299,79 @@ func (x *Index) SearchWhere(query string, limit int, keep func(id string) bool) 
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	// limit comes from a model: any int.
+	limit = min(limit, len(x.docs))
 	if id := strings.TrimSpace(query); x.docs[id] != nil && keep(id) { // a device id
 		return []Result{{ID: id, Score: 100, Why: []string{"device id matches"}}}
 	}
-	terms := x.parse(tokenize(query))
+	units := tokenize(query)
+	terms := x.parse(units[:min(len(units), maxQueryUnits)])
 	if len(terms) == 0 {
 		return []Result{}
 	}
-	cands := map[string]struct{}{}
+	// Candidates: the devices sharing a unit or a concept with the query.
+	cands := make([]uint64, (len(x.slots)+63)/64)
+	mark := func(list []int32) {
+		for _, s := range list {
+			cands[s/64] |= 1 << (s % 64)
+		}
+	}
 	for _, t := range terms {
 		for _, u := range t.units {
-			for id := range x.postings[u] {
-				cands[id] = struct{}{}
-			}
+			mark(x.postings[u])
 		}
 		for _, c := range t.concepts {
-			for id := range x.postings["\x01"+c.concept.id] {
-				cands[id] = struct{}{}
+			mark(x.postings["\x01"+c.concept.id])
+		}
+	}
+	// Score every candidate, keeping the best limit (and why, put into
+	// words only for them).
+	top := make([]hit, 0, limit+1)
+	var scratch []reason
+	for w, set := range cands {
+		for ; set != 0; set &= set - 1 {
+			p := x.slots[w*64+bits.TrailingZeros64(set)]
+			if !keep(p.src.ID) {
+				continue
+			}
+			var s float64
+			s, scratch = score(p, terms, scratch[:0])
+			if s <= 0 || (len(top) == limit && !better(s, p, top[limit-1])) {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(top, hit{p: p, score: s}, func(a, b hit) int {
+				if better(a.score, a.p, b) {
+					return -1
+				}
+				return 1
+			})
+			top = slices.Insert(top, i, hit{p: p, score: s, why: slices.Clone(scratch)})
+			if len(top) > limit {
+				top = top[:limit]
 			}
 		}
 	}
-	out := make([]Result, 0, len(cands))
-	for id := range cands {
-		if !keep(id) {
-			continue
+	out := make([]Result, 0, len(top))
+	for _, h := range top {
+		r := Result{ID: h.p.src.ID, Score: h.score, Why: make([]string, 0, len(h.why))}
+		for _, w := range h.why {
+			r.Why = append(r.Why, w.String())
 		}
-		if r, ok := score(x.docs[id], terms); ok {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b Result) int {
-		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.ID, b.ID))
-	})
-	if len(out) > limit {
-		out = out[:limit]
+		out = append(out, r)
 	}
 	return out
 }
 
+// hit is a device found and why.
+type hit struct {
+	p     *doc
+	score float64
+	why   []reason
+}
+
+// better reports whether a device p of score s ranks before h: by score,
+// then by id.
+func better(s float64, p *doc, h hit) bool {
+	return s > h.score || (s == h.score && p.src.ID < h.p.src.ID)
+}
 func quote(s string) string { return "\"" + s + "\"" }

@@ -6,16 +6,23 @@ import (
 )
 
 // qterm is one meaningful piece of a query: a synonym-table term (with its
-// concepts), a device name or room known to the index, or a run of other
-// text.
+// concepts, and those answering the needs it names), a device name or room
+// known to the index, or a run of other text.
 type qterm struct {
 	units    []string
+	text     string // units, displayed
+	cjk      bool   // it starts with a CJK character
+	single   bool   // it is one CJK character: weak evidence
+	target   bool   // it names a kind of device or a need: what is wanted, not where
 	concepts []found
 }
 
 // Weights. A query usually names a room and a kind of device ("客厅的灯");
 // the device that matches both must win over one that matches either, and a
-// device named exactly as asked wins over everything.
+// device named exactly as asked wins over everything. A need ("好热",
+// "地上好脏") counts a little less than naming the kind of device itself,
+// so the room of the request ("主卧太干了") decides between two devices
+// that both answer it.
 const (
 	wNameExact   = 12.0
 	wRoomExact   = 9.0
@@ -26,19 +33,38 @@ const (
 	wConceptRoom = 9.0
 	wConceptCap  = 3.0
 	wCapText     = 1.5
-	// A broader meaning of the query's term (亮度 may be about a light) is
-	// weak evidence; a broader meaning on the device's side (its room 主卧
-	// is a bedroom) is nearly as good as the term itself.
+	wNeedName    = 6.0 // the device's name or alias says it answers the need
+	wNeedCap     = 2.5 // one of its tools or things does
+	// Each later answer of a need counts this much less than the one
+	// before (空调 before 风扇 for "好热"), down to needRankFloor.
+	needRankStep  = 0.1
+	needRankFloor = 0.7
+	// A broader meaning of the query's term (亮度 may be about a light), or
+	// a concept that may also help with a need, is weak evidence; a broader
+	// meaning on the device's side (its room 主卧 is a bedroom) is nearly
+	// as good as the term itself.
 	queryBroad = 0.4
 	docBroad   = 0.7
+	// The share of its room's score a device loses when the query names
+	// what is wanted and the device is not it.
+	roomOnlyCut = 0.5
 )
 
 // parse splits query units into terms: at each position the longest known
-// term (synonym, stop word, or a name or room from the index) wins; units
-// that start no known term are gathered into runs.
+// term (synonym, need, stop word, or a name or room from the index) wins;
+// units that start no known term are gathered into runs.
 func (x *Index) parse(units []string) []qterm {
 	var terms []qterm
 	var run []string
+	add := func(t qterm) {
+		t.text = display(t.units)
+		t.cjk = isCJKUnit(t.units[0])
+		t.single = t.cjk && len(t.units) == 1
+		for _, fd := range t.concepts {
+			t.target = t.target || (!fd.broad && (fd.need != nil || fd.concept.kind == "type"))
+		}
+		terms = append(terms, t)
+	}
 	flush := func() {
 		// A run of CJK characters is one term; ASCII words stand alone.
 		var cjk []string
@@ -48,13 +74,13 @@ func (x *Index) parse(units []string) []qterm {
 				continue
 			}
 			if len(cjk) > 0 {
-				terms = append(terms, qterm{units: cjk})
+				add(qterm{units: cjk})
 				cjk = nil
 			}
-			terms = append(terms, qterm{units: []string{u}})
+			add(qterm{units: []string{u}})
 		}
 		if len(cjk) > 0 {
-			terms = append(terms, qterm{units: cjk})
+			add(qterm{units: cjk})
 		}
 		run = nil
 	}
@@ -67,8 +93,8 @@ func (x *Index) parse(units []string) []qterm {
 		if v := x.vocabLongest(units, i); v > n {
 			flush()
 			t := qterm{units: units[i : i+v]}
-			t.concepts = x.dict.conceptsIn(t.units)
-			terms = append(terms, t)
+			t.concepts = x.dict.conceptsIn(t.units, true)
+			add(t)
 			i += v
 			continue
 		}
@@ -79,11 +105,7 @@ func (x *Index) parse(units []string) []qterm {
 		}
 		flush()
 		if !e.stop {
-			t := qterm{units: e.units}
-			for j, c := range e.concepts {
-				t.concepts = append(t.concepts, found{concept: c, term: display(e.units), broad: j > 0})
-			}
-			terms = append(terms, t)
+			add(qterm{units: e.units, concepts: e.meanings(nil, true)})
 		}
 		i += n
 	}
@@ -101,79 +123,93 @@ func (x *Index) vocabLongest(units []string, i int) int {
 }
 
 // score sums, over the query's terms, the best match of each term in the
-// device's fields.
-func score(p *doc, terms []qterm) (Result, bool) {
-	r := Result{ID: p.src.ID, Why: []string{}}
-	for _, t := range terms {
-		if s, why := scoreTerm(p, t); s > 0 {
-			r.Score += s
-			r.Why = append(r.Why, why)
+// device's fields, appending why each term matched to why. When the query
+// names what is wanted (a kind of device or a need) and the device matches
+// only where (the room), the room counts for less: in "主卧太干了" the
+// humidifier of another room ranks above the master bedroom's lamp.
+func score(p *doc, terms []qterm, why []reason) (float64, []reason) {
+	var total, room float64
+	wanted, found := false, false
+	for i := range terms {
+		t := &terms[i]
+		wanted = wanted || t.target
+		s, r := scoreTerm(p, t)
+		if s <= 0 {
+			continue
+		}
+		total += s
+		why = append(why, r)
+		if r.room {
+			room += s
+		} else if t.target {
+			found = true
 		}
 	}
-	r.Score = math.Round(r.Score*100) / 100
-	return r, r.Score > 0
+	if wanted && !found {
+		total -= room * roomOnlyCut
+	}
+	return math.Round(total*100) / 100, why
 }
 
-func scoreTerm(p *doc, t qterm) (float64, string) {
-	var best float64
-	var why string
-	try := func(s float64, w func() string) {
-		if s > best {
-			best, why = s, w()
-		}
-	}
-	text := quote(display(t.units))
-	single := len(t.units) == 1 && isCJKUnit(t.units[0]) // one Chinese character: weak evidence
-	for _, f := range p.names {
+func scoreTerm(p *doc, t *qterm) (best float64, why reason) {
+	single := t.single
+	for i := range p.names {
+		f := &p.names[i]
 		switch {
 		case slices.Equal(f.units, t.units):
-			try(wNameExact, func() string { return f.label + " matches " + text })
+			if wNameExact > best {
+				best, why = wNameExact, reason{how: howMatches, field: f.label, text: t.text}
+			}
 		case contains(f.units, t.units):
 			w := wNamePart
 			if single {
 				w /= 2
 			}
-			try(w*coverage(t.units, f.units), func() string { return f.label + " contains " + text })
-		case len(t.units) >= 2 && isCJKUnit(t.units[0]):
+			if s := w * coverage(t.units, f.units); s > best {
+				best, why = s, reason{how: howContains, field: f.label, text: t.text}
+			}
+		case len(t.units) >= 2 && t.cjk:
 			if n := longestCommon(f.units, t.units); n >= 2 {
-				try(wNameFuzzy*float64(n)/float64(len(t.units)), func() string { return f.label + " resembles " + text })
+				if s := wNameFuzzy * float64(n) / float64(len(t.units)); s > best {
+					best, why = s, reason{how: howResembles, field: f.label, text: t.text}
+				}
 			}
 		}
 	}
-	if room := p.room; len(room.units) > 0 {
+	if room := &p.room; len(room.units) > 0 {
 		switch {
 		case slices.Equal(room.units, t.units):
-			try(wRoomExact, func() string { return room.label + " matches " + text })
+			if wRoomExact > best {
+				best, why = wRoomExact, reason{how: howMatches, field: room.label, text: t.text, room: true}
+			}
 		case contains(room.units, t.units) && !single:
-			try(wRoomPart*coverage(t.units, room.units), func() string { return room.label + " contains " + text })
+			if s := wRoomPart * coverage(t.units, room.units); s > best {
+				best, why = s, reason{how: howContains, field: room.label, text: t.text, room: true}
+			}
 		}
 	}
-	for _, fd := range t.concepts {
+	for i := range t.concepts {
+		fd := &t.concepts[i]
+		if n := fd.concept.n; p.hasConcept[n/64]&(1<<(n%64)) == 0 {
+			continue
+		}
 		src, ok := p.concepts[fd.concept.id]
 		if !ok {
 			continue
 		}
-		w := wConceptCap
-		switch src.class {
-		case classIdentity:
-			w = wConceptName
-		case classRoom:
-			w = wConceptRoom
+		w := conceptWeight(fd, src)
+		if w > best {
+			best, why = w, reason{how: howSays, field: src.field, text: t.text, term: src.term, concept: fd.concept.id,
+				room: fd.concept.kind == "room"}
+			if fd.need != nil {
+				why.how, why.need = howAnswers, fd.need.id
+			}
 		}
-		if fd.broad {
-			w *= queryBroad
-		}
-		if src.broad {
-			w *= docBroad
-		}
-		try(w, func() string {
-			return src.field + " says " + quote(src.term) + ", like " + text + " (" + fd.concept.id + ")"
-		})
 	}
-	if !single && (len(t.units) > 1 || len(t.units[0]) >= 3) {
-		for _, f := range p.caps {
-			if contains(f.units, t.units) {
-				try(wCapText, func() string { return f.label + " mentions " + text })
+	if !single && (len(t.units) > 1 || len(t.units[0]) >= 3) && wCapText > best && p.hasCapUnits(t.units) {
+		for i := range p.caps {
+			if f := &p.caps[i]; contains(f.units, t.units) {
+				best, why = wCapText, reason{how: howMentions, field: f.label, text: t.text}
 				break
 			}
 		}
@@ -181,7 +217,94 @@ func scoreTerm(p *doc, t qterm) (float64, string) {
 	return best, why
 }
 
+// conceptWeight is what a concept of the query, found in the device's src,
+// is worth.
+func conceptWeight(fd *found, src source) float64 {
+	var w float64
+	switch {
+	case fd.need != nil && src.class == classIdentity:
+		w = wNeedName
+	case fd.need != nil && src.class == classCapability:
+		w = wNeedCap
+	case fd.need != nil: // a room answers no need
+		return 0
+	case src.class == classIdentity:
+		w = wConceptName
+	case src.class == classRoom:
+		w = wConceptRoom
+	default:
+		w = wConceptCap
+	}
+	if fd.need != nil && !fd.broad {
+		w *= max(needRankFloor, 1-needRankStep*float64(fd.rank))
+	}
+	if fd.broad {
+		w *= queryBroad
+	}
+	if src.broad {
+		w *= docBroad
+	}
+	return w
+}
+
+// sourceWeight is what a concept found in a device's field of class is
+// worth to a query naming it: a device keeps, of the fields naming one
+// concept, the one worth most (主卧窗帘 in room 主卧 is a bedroom by its
+// room more than by its name).
+func sourceWeight(class int, broad bool) float64 {
+	w := wConceptCap
+	switch class {
+	case classIdentity:
+		w = wConceptName
+	case classRoom:
+		w = wConceptRoom
+	}
+	if broad {
+		w *= docBroad
+	}
+	return w
+}
+
 // coverage is between 0.5 and 1: how much of the field the term covers.
 func coverage(term, field []string) float64 {
 	return 0.5 + 0.5*float64(len(term))/float64(len(field))
+}
+
+// reason is why one query term matched a device; it is put into words only
+// for the results returned.
+type reason struct {
+	how     int
+	field   string // the device's field: `name "吸顶灯"`, `tool self.lamp.turn_on`
+	text    string // the query's term
+	term    string // the synonym-table term found in the field
+	concept string
+	need    string
+	room    bool // the term matched where the device is
+}
+
+const (
+	howMatches = iota
+	howContains
+	howResembles
+	howSays
+	howAnswers
+	howMentions
+)
+
+func (r reason) String() string {
+	q := quote(r.text)
+	switch r.how {
+	case howMatches:
+		return r.field + " matches " + q
+	case howContains:
+		return r.field + " contains " + q
+	case howResembles:
+		return r.field + " resembles " + q
+	case howSays:
+		return r.field + " says " + quote(r.term) + ", like " + q + " (" + r.concept + ")"
+	case howAnswers:
+		return r.field + " says " + quote(r.term) + " (" + r.concept + "), which answers " + q + " (" + r.need + ")"
+	default:
+		return r.field + " mentions " + q
+	}
 }

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -197,5 +198,66 @@ func BenchmarkSearch(b *testing.B) {
 	x := homeIndex(b)
 	for b.Loop() {
 		x.Search("把卧室空调调到26度", 5)
+	}
+}
+
+// TestSearchWhere: devices keep refuses are neither results nor reasons to
+// cut others short, and their ids are not found either.
+func TestSearchWhere(t *testing.T) {
+	x := realIndex(t, realHome())
+	notMaster := func(id string) bool { return id != b(13)[0] }
+	res := x.SearchWhere("主卧太干了", 3, notMaster)
+	if !slices.ContainsFunc(res, func(r search.Result) bool { return r.ID == b(18)[0] }) ||
+		slices.ContainsFunc(res, func(r search.Result) bool { return r.ID == b(13)[0] }) {
+		t.Fatalf("without the master bedroom's humidifier, want the other one among the results: %v", res)
+	}
+	if res := x.SearchWhere(b(13)[0], 5, notMaster); len(res) != 0 && res[0].ID == b(13)[0] {
+		t.Fatalf("a refused device found by its id: %v", res)
+	}
+	all := x.Search("好热啊", 100)
+	for _, r := range x.SearchWhere("好热啊", 100, func(id string) bool { return id != all[0].ID }) {
+		if r.ID == all[0].ID {
+			t.Fatalf("refused device %s returned", r.ID)
+		}
+	}
+	if len(all) < 5 {
+		t.Fatalf("a large limit returns every match: %d", len(all))
+	}
+}
+
+// TestReplaceKeepsIndexConsistent: devices replaced and removed in turn
+// (their slots reused) are found by their new data only.
+func TestReplaceKeepsIndexConsistent(t *testing.T) {
+	x := realIndex(t, realHome())
+	for i := 0; i < 3; i++ {
+		x.Remove(b(9)[0])
+		x.Put(search.Doc{ID: "new", Name: "扫地机", Room: "次卧"}, "")
+		x.Put(search.Doc{ID: b(9)[0], Name: "Old lamp", Room: "客厅"}, "")
+		x.Remove("new")
+	}
+	if res := x.Search("地上好脏", 3); len(res) > 0 && (res[0].ID == "new" || res[0].ID == b(9)[0]) {
+		t.Fatalf("stale vacuum found: %v", res)
+	}
+	if res := x.Search("old lamp", 1); len(res) != 1 || res[0].ID != b(9)[0] {
+		t.Fatalf("replaced device: %v", res)
+	}
+	if x.Len() != len(realHome()) {
+		t.Fatalf("Len %d", x.Len())
+	}
+}
+
+// TestHostileQueryAndLimit: a query or limit from a model is any size.
+func TestHostileQueryAndLimit(t *testing.T) {
+	x := realIndex(t, realHome())
+	if res := x.Search("地上好脏", math.MaxInt); len(res) == 0 || res[0].ID != b(9)[0] {
+		t.Fatalf("huge limit: %v", res)
+	}
+	// 4 + 20×3 units are read; the rest is ignored.
+	long, read := "地上好脏"+strings.Repeat(" 好热啊", 100_000), "地上好脏"+strings.Repeat(" 好热啊", 20)
+	if got, want := fmt.Sprint(x.Search(long, 3)), fmt.Sprint(x.Search(read, 3)); got != want {
+		t.Fatalf("a long query is read from its beginning:\n%s\nwant\n%s", got, want)
+	}
+	if res := x.Search(strings.Repeat("\xff\x00", 1000), 3); len(res) != 0 {
+		t.Fatalf("garbage found %v", res)
 	}
 }

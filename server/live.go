@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/xiaozhi-hub/hub"
@@ -28,7 +27,7 @@ func (h *Hub) openLive(ctx context.Context) error {
 	}
 	reg := h.Registry
 	h.personas = persona.New(persona.Options{
-		Store: h.store, Devices: deviceFinder{reg}, Homes: h.accounts, Model: h.live.LLM(),
+		Store: h.store, Devices: reg, Homes: h.accounts, Model: h.live.LLM(),
 		Logger: h.log.With("component", "persona"),
 		OnMemory: func(m hub.Memory) {
 			reg.Record(hub.EventMemoryUpdated, m.Device, map[string]int{"chars": len([]rune(m.Text))})
@@ -36,19 +35,6 @@ func (h *Hub) openLive(ctx context.Context) error {
 	})
 	h.closers.pushf(h.personas.Close) // after the voice engine: its conversations' ends are written first
 	return nil
-}
-
-// deviceFinder finds a device as a principal sees it.
-// TODO(people-api): registry.DeviceAs once it lands.
-type deviceFinder struct{ reg *registry.Registry }
-
-func (f deviceFinder) DeviceAs(p *hub.Principal, id string) (hub.Device, error) {
-	d, err := f.reg.Device(id)
-	if err == nil && p != nil && !p.Sees(d.Home) {
-		// The registry's own words for an unknown device.
-		return hub.Device{}, &hub.Error{Code: hub.ENOTFOUND, Message: fmt.Sprintf("device %q is not known to the hub", id), Err: registry.ErrUnknownDevice}
-	}
-	return d, err
 }
 
 // liveAgent is the agent as the API serves it: ready when the live

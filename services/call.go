@@ -26,9 +26,11 @@ func CallDeviceID(name string) string { return "service:" + name }
 // caller sees is recorded, as device calls are, with Kind "service".
 func (m *Manager) CallService(ctx context.Context, c hub.ServiceCall) (hub.CallResult, error) {
 	p := hub.PrincipalFrom(ctx)
-	if _, _, err := m.entry(p, c.Service); err != nil {
+	e, _, err := m.entry(p, c.Service)
+	if err != nil {
 		return hub.CallResult{}, err
 	}
+	home := e.svc.Home
 	start := time.Now()
 	args, res, err := m.call(ctx, p, c)
 	if m.opts.Record != nil {
@@ -37,7 +39,7 @@ func (m *Manager) CallService(ctx context.Context, c hub.ServiceCall) (hub.CallR
 		if args == nil {
 			args = c.Arguments
 		}
-		m.opts.Record(ctx, rec, args, res, err)
+		m.opts.Record(ctx, rec, home, args, res, err)
 	}
 	return res, err
 }

@@ -35,8 +35,8 @@ type Store interface {
 }
 
 // Recorder writes a call into the hub's call history
-// (registry.Registry.RecordCall).
-type Recorder func(ctx context.Context, rec hub.CallRecord, args json.RawMessage, res hub.CallResult, err error)
+// (registry.Registry.RecordCall); home is the service's ("" the hub's).
+type Recorder func(ctx context.Context, rec hub.CallRecord, home string, args json.RawMessage, res hub.CallResult, err error)
 
 // Options configures a Manager.
 type Options struct {

@@ -117,7 +117,7 @@ func multiInsert(head string, cols int) map[int]string {
 var (
 	insertCallsSQL = multiInsert(`INSERT INTO calls (id, device_id, kind, tool, caller, arguments, result,
 		outcome, started, duration_ms, by_actor, by_user)`, 12)
-	insertEventsSQL = multiInsert(`INSERT INTO events (type, device_id, time, data, node)`, 5)
+	insertEventsSQL = multiInsert(`INSERT INTO events (type, device_id, time, data, node, by_actor)`, 6)
 )
 
 func insertCall(w *wtx, c hub.CallRecord) (int64, error) {
@@ -171,9 +171,20 @@ func (s *Store) Calls(ctx context.Context, f hub.CallFilter) ([]hub.CallRecord, 
 // (by the order column) first.
 func (s *Store) listCalls(ctx context.Context, q, order string, f hub.CallFilter) ([]hub.CallRecord, error) {
 	args := []any{}
+	var where []string
 	if f.DeviceID != "" {
-		q += ` WHERE device_id = ?`
+		where = append(where, `device_id = ?`)
 		args = append(args, f.DeviceID)
+	}
+	if v := f.Seen; v != nil {
+		all, _ := json.Marshal(v.All)
+		own, _ := json.Marshal(v.Own)
+		where = append(where, `(device_id IN (SELECT value FROM json_each(?))
+			OR (by_user = ? AND by_user != '' AND device_id IN (SELECT value FROM json_each(?))))`)
+		args = append(args, string(all), v.User, string(own))
+	}
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	q += ` ORDER BY ` + order + ` DESC LIMIT ?`
 	args = append(args, limit(f.Limit))
@@ -228,7 +239,7 @@ func (s *Store) AddEvents(ctx context.Context, es []hub.Event) error {
 // Events returns the newest events first, for one device if deviceID is
 // set; at most limit (default 100, at most 1000).
 func (s *Store) Events(ctx context.Context, deviceID string, n int) ([]hub.Event, error) {
-	q := `SELECT type, device_id, time, data, node FROM events`
+	q := `SELECT type, device_id, time, data, node, by_actor FROM events`
 	args := []any{}
 	if deviceID != "" {
 		q += ` WHERE device_id = ?`
@@ -246,7 +257,7 @@ func (s *Store) Events(ctx context.Context, deviceID string, n int) ([]hub.Event
 		var e hub.Event
 		var at sql.NullInt64
 		var data sql.NullString
-		if err := rows.Scan(&e.Type, &e.DeviceID, &at, &data, &e.Node); err != nil {
+		if err := rows.Scan(&e.Type, &e.DeviceID, &at, &data, &e.Node, &e.By); err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
 		}
 		e.Time = timeCol(at)

@@ -84,8 +84,8 @@ type logRows struct {
 
 // eventRow is an event encoded for insertion.
 type eventRow struct {
-	typ, device, node string
-	at, data          any // data is NULL when there is none
+	typ, device, node, by string
+	at, data              any // data is NULL when there is none
 }
 
 func encodeEvents(es []hub.Event) ([]eventRow, error) {
@@ -95,7 +95,7 @@ func encodeEvents(es []hub.Event) ([]eventRow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("add %s event: %w", e.Type, err)
 		}
-		rows[i] = eventRow{typ: e.Type, device: e.DeviceID, node: e.Node, at: at}
+		rows[i] = eventRow{typ: e.Type, device: e.DeviceID, node: e.Node, by: e.By, at: at}
 		if e.Data != nil {
 			js, err := json.Marshal(e.Data)
 			if err != nil {
@@ -155,13 +155,13 @@ func (s *Store) insertEvents(w *wtx, rows []eventRow) error {
 	if _, err := s.eventCounts(w); err != nil { // before the new rows
 		return err
 	}
-	args := make([]any, 0, 5*min(len(rows), rowsPerInsert))
+	args := make([]any, 0, 6*min(len(rows), rowsPerInsert))
 	devices := make([]string, len(rows))
 	for i := 0; i < len(rows); {
 		n := rowsIn(len(rows) - i)
 		args = args[:0]
 		for j := i; j < i+n; j++ {
-			args = append(args, rows[j].typ, rows[j].device, rows[j].at, rows[j].data, rows[j].node)
+			args = append(args, rows[j].typ, rows[j].device, rows[j].at, rows[j].data, rows[j].node, rows[j].by)
 			devices[j] = rows[j].device
 		}
 		if _, err := w.exec(insertEventsSQL[n], args...); err != nil {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -29,27 +28,16 @@ flags:
 
 // devices runs "xiaozhi-hub devices …".
 func devices(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("xiaozhi-hub devices", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, devicesUsage); fs.PrintDefaults() }
-	hub := addHubFlags(fs)
-	name := fs.String("name", "", "approve: name for the device")
-	room := fs.String("room", "", "approve: room of the device")
-	clientID := fs.String("client-id", "", "rebind: the device's new Client-Id (see its identity_refused events)")
-	pos, code := parseInterspersed(fs, args)
+	var name, room, clientID *string
+	c, pos, usage, code := adminCommand("devices", devicesUsage, args, stderr, func(fs *flag.FlagSet) {
+		name = fs.String("name", "", "approve: name for the device")
+		room = fs.String("room", "", "approve: room of the device")
+		clientID = fs.String("client-id", "", "rebind: the device's new Client-Id (see its identity_refused events)")
+	})
 	if code >= 0 {
 		return code
 	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return 2
-	}
-	token, err := hub.adminToken()
-	if err != nil {
-		fmt.Fprintf(stderr, "xiaozhi-hub: %v\n", err)
-		return 2
-	}
-	c := apiClient{base: strings.TrimSuffix(hub.url, "/"), token: token}
+	var err error
 	switch {
 	case pos[0] == "pending" && len(pos) == 1:
 		err = c.pending(ctx, stdout)
@@ -81,14 +69,10 @@ func devices(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "device %s re-bound; its old tokens no longer work, it gets a new one at its next boot\n", pos[1])
 		}
 	default:
-		fs.Usage()
+		usage()
 		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "xiaozhi-hub: %v\n", err)
-		return 1
-	}
-	return 0
+	return exitCode(err, stderr)
 }
 
 func (c apiClient) pending(ctx context.Context, w io.Writer) error {

@@ -12,10 +12,11 @@ import (
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
-// TestDevicesApprove runs a hub as normally started (device-auth
-// activation, generated admin token) and approves a device with
-// "xiaozhi-hub devices approve CODE", reading the token from the data dir.
-func TestDevicesApprove(t *testing.T) {
+// startHub runs a hub as normally started (device-auth activation,
+// generated admin token) until the test ends, and returns it with its
+// data directory.
+func startHub(t *testing.T) (*server.Hub, string) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := server.DefaultConfig()
 	cfg.Listen, cfg.DataDir = "127.0.0.1:0", dir
@@ -26,7 +27,16 @@ func TestDevicesApprove(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.Run(ctx) }()
-	defer func() { cancel(); <-stopped }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	return h, dir
+}
+
+// TestDevicesApprove runs a hub as normally started (device-auth
+// activation, generated admin token) and approves a device with
+// "xiaozhi-hub devices approve CODE", reading the token from the data dir.
+func TestDevicesApprove(t *testing.T) {
+	h, dir := startHub(t)
+	ctx := t.Context()
 
 	codes := make(chan string, 1)
 	d := sim.New(sim.Config{OTAURL: h.OTAURL(), DeviceID: "ad:00:00:00:00:01", ActivationPoll: 5 * time.Millisecond,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -37,6 +38,44 @@ func (h *hubFlags) adminToken() (string, error) {
 		return "", fmt.Errorf("no admin token: pass --token, set XZ_HUB_API_TOKEN, or point --data-dir at the hub's data directory (%v)", err)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// adminCommand parses the flags of "xiaozhi-hub <name> …" (the hub's,
+// and those more adds) and returns its positional arguments (at least
+// one), its usage and a client of the hub's API with the admin token;
+// code >= 0 is the exit code to return at once.
+func adminCommand(name, text string, args []string, stderr io.Writer, more func(*flag.FlagSet)) (c apiClient, pos []string, usage func(), code int) {
+	fs := flag.NewFlagSet("xiaozhi-hub "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	usage = func() { fmt.Fprint(stderr, text); fs.PrintDefaults() }
+	fs.Usage = usage
+	hub := addHubFlags(fs)
+	if more != nil {
+		more(fs)
+	}
+	if pos, code = parseInterspersed(fs, args); code >= 0 {
+		return c, nil, usage, code
+	}
+	if len(pos) == 0 {
+		usage()
+		return c, nil, usage, 2
+	}
+	token, err := hub.adminToken()
+	if err != nil {
+		fmt.Fprintf(stderr, "xiaozhi-hub: %v\n", err)
+		return c, nil, usage, 2
+	}
+	return apiClient{base: strings.TrimSuffix(hub.url, "/"), token: token}, pos, usage, -1
+}
+
+// exitCode is a command's exit code for err (1, said on stderr; 0 for
+// nil).
+func exitCode(err error, stderr io.Writer) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "xiaozhi-hub: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // parseInterspersed parses flags that may come before, between or after

@@ -2,6 +2,7 @@
 //
 //	xiaozhi-hub [flags]          serve (see --help for every setting)
 //	xiaozhi-hub devices pending|approve CODE|revoke ID|rebind ID   (see devices --help)
+//	xiaozhi-hub users add NAME|list|remove NAME           (see users --help)
 //	xiaozhi-hub chat "打开客厅的灯"                       ask the hub's agent (see chat --help)
 //	xiaozhi-hub version                                   (also --version)
 //	xiaozhi-hub healthcheck [--url URL]                   exit 0 when /healthz answers 200
@@ -41,6 +42,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return serve(ctx, args[1:], stdout, stderr)
 		case "devices":
 			return devices(ctx, args[1:], stdout, stderr)
+		case "users":
+			return users(ctx, args[1:], stdout, stderr)
 		case "chat":
 			return runChat(ctx, args[1:], stdout, stderr)
 		case "version":
@@ -52,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			usage(stdout)
 			return 0
 		default:
-			fmt.Fprintf(stderr, "unknown command %q: use serve (the default), devices, chat, healthcheck, version or help\n", args[0])
+			fmt.Fprintf(stderr, "unknown command %q: use serve (the default), devices, users, chat, healthcheck, version or help\n", args[0])
 			return 2
 		}
 	}
@@ -68,6 +71,7 @@ const commandsUsage = `usage: xiaozhi-hub [COMMAND] [flags]
 Commands:
   serve         run the hub (the default when no command is given)
   devices       approve, revoke or re-bind devices on a running hub (devices --help)
+  users         add, list or remove the people of a running hub (users --help)
   chat          ask a running hub's agent, e.g. chat "打开客厅的灯" (chat --help)
   healthcheck   GET /healthz of a running hub; exit 0 if healthy, 1 if not (healthcheck --help)
   version       print the version and the source revision it was built from (also --version)
