@@ -1,0 +1,126 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/server/servertest"
+	"github.com/xiaozhi-hub/hub/sim"
+)
+
+// speechStandIn stands in for OpenAI's speech synthesis at the edge: PCM
+// for the key sk-live, OpenAI's 401 for any other; it records the voices.
+type speechStandIn struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	voices []string
+}
+
+func newSpeechStandIn(t *testing.T) *speechStandIn {
+	s := &speechStandIn{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sk-live" {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided: sk-w***.","type":"invalid_request_error","code":"invalid_api_key"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "audio/pcm")
+		_, _ = w.Write(make([]byte, 4800))
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// The admin's Settings section, in English at desktop width and in
+// Chinese at phone width: each value with its source, keys only as set; a
+// changed tts-voice is stored and applied (the hub's effective settings,
+// which the next spoken turn uses: server TestLiveSettingsApplyToTheNextTurn);
+// a wrong key typed into the page fails its test in the page's language,
+// and nothing typed for a test is stored. A device's persona and memory
+// in its detail.
+func TestBrowserSettingsPersonaAndMemory(t *testing.T) {
+	for _, c := range []struct {
+		lang, saved, wrongKey, stored, forgotten string
+		width                                    int
+	}{
+		{"en-US", "saved: used from the next turn", "wrong key", "set here", "forgotten", 1280},
+		{"zh-CN", "已保存：下一轮对话起生效", "密钥错误", "在此设置", "已忘记", 390},
+	} {
+		t.Run(c.lang, func(t *testing.T) {
+			s := newSpeechStandIn(t)
+			h := startHub(t, func(cfg *server.Config) {
+				cfg.TTSProvider, cfg.TTSBaseURL, cfg.TTSAPIKey, cfg.TTSVoice = "openai", s.srv.URL+"/v1", "sk-live", "alloy"
+			})
+			const id = "aa:00:00:00:5a:01"
+			connect(t, h, sim.Config{DeviceID: id, Lamp: true})
+			b := newBrowser(t, h.URL(), c.width, c.lang)
+			b.login()
+			b.waitJS("the settings", `document.querySelector("#set-tts-voice") && document.querySelector("#set-tts-voice").value === "alloy"`)
+			var page struct {
+				Hidden     bool
+				KeyType    string
+				KeyValue   string
+				KeyHolder  string
+				HTML       string
+				FileSource string
+			}
+			b.eval(`({hidden: document.querySelector("#settingsBox").hidden, keyType: document.querySelector("#set-tts-api-key").type,
+				keyValue: document.querySelector("#set-tts-api-key").value, keyHolder: document.querySelector("#set-tts-api-key").placeholder,
+				html: document.documentElement.outerHTML, fileSource: document.querySelector('#set-tts-voice').closest("label").querySelector(".source").dataset.source})`, &page)
+			if page.Hidden || page.KeyType != "password" || page.KeyValue != "" || page.KeyHolder == "" || strings.Contains(page.HTML, "sk-live") || page.FileSource != "file" {
+				t.Fatalf("the settings page: hidden %v, key %q %q %q, source %q, key in page %v", page.Hidden, page.KeyType, page.KeyValue, page.KeyHolder, page.FileSource, strings.Contains(page.HTML, "sk-live"))
+			}
+
+			// A wrong key typed and tested: the page says so; it is not stored.
+			b.run(chromedp.SendKeys("#set-tts-api-key", "sk-wrong", chromedp.ByQuery),
+				chromedp.Click(`button.test[data-what="tts"]`, chromedp.ByQuery))
+			b.waitJS("the test's answer", `document.querySelector('.test-out[data-what="tts"]').dataset.problem === "wrong key"`)
+			var said string
+			b.eval(`document.querySelector('.test-out[data-what="tts"]').textContent`, &said)
+			if !strings.HasPrefix(said, c.wrongKey) || !strings.Contains(said, "Incorrect API key") {
+				t.Fatalf("the wrong key's test says %q", said)
+			}
+			b.shot("settings-wrong-key")
+			checkFits(t, b, c.width)
+			b.run(chromedp.Evaluate(`(() => { const i = document.querySelector("#set-tts-api-key"); i.value = ""; delete i.dataset.dirty; })()`, nil))
+
+			// A new voice, saved: stored and in force.
+			b.run(chromedp.Evaluate(`document.querySelector("#set-tts-voice").value = ""`, nil), chromedp.SendKeys("#set-tts-voice", "nova", chromedp.ByQuery),
+				chromedp.Click(`#settingsForm > .row.end button`, chromedp.ByQuery))
+			b.waitJS("saved", `document.querySelector("#settingsOut").textContent === `+jsString(c.saved))
+			b.waitJS("the source", `document.querySelector('#set-tts-voice').closest("label").querySelector(".source").textContent === `+jsString(c.stored))
+			_, body := apiAs(t, h, servertest.Token, "GET", "/api/settings", nil)
+			v := body["settings"].(map[string]any)["tts-voice"].(map[string]any)
+			k := body["settings"].(map[string]any)["tts-api-key"].(map[string]any)
+			if v["value"] != "nova" || v["source"] != "stored" || k["source"] != "file" {
+				t.Fatalf("after saving: tts-voice %v, tts-api-key %v", v, k)
+			}
+
+			// The device's persona and memory, in its detail.
+			b.run(chromedp.Click(`li.device[data-id="`+id+`"]`, chromedp.ByQuery))
+			b.waitJS("the persona form", `document.querySelector(".assistant input.persona-name") && document.querySelector(".assistant input.persona-name").placeholder !== ""`)
+			b.run(chromedp.SendKeys(".assistant input.persona-name", "阿福", chromedp.ByQuery),
+				chromedp.Click(".assistant form.persona button", chromedp.ByQuery))
+			b.waitJS("the persona saved", `document.querySelector(".persona-out").textContent !== ""`)
+			p := mustAs(t, h, servertest.Token, "GET", "/api/devices/"+id+"/persona", nil)
+			if p["persona"].(map[string]any)["name"] != "阿福" {
+				t.Fatalf("persona after saving: %v", p)
+			}
+			b.waitJS("the memory", `document.querySelector(".memory-text").textContent !== ""`)
+			b.shot("persona")
+			checkFits(t, b, c.width)
+			b.run(chromedp.Click(".assistant button.forget", chromedp.ByQuery))
+			b.waitJS("the confirmation", `document.querySelector("#confirm").open`)
+			b.run(chromedp.Click(`#confirmOk`, chromedp.ByQuery))
+			b.waitJS("forgotten", `document.querySelector(".memory-out").textContent === `+jsString(c.forgotten))
+		})
+	}
+}
+
