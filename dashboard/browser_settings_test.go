@@ -123,4 +123,3 @@ func TestBrowserSettingsPersonaAndMemory(t *testing.T) {
 		})
 	}
 }
-
