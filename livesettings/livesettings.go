@@ -20,6 +20,7 @@ package livesettings
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -250,7 +251,12 @@ func (s *Service) Set(ctx context.Context, changes map[string]*string) (map[stri
 	for n := range changes {
 		names = append(names, n)
 	}
-	s.opts.Logger.Info("settings changed", "settings", strings.Join(names, ","))
+	slices.Sort(names)
+	by := "the hub"
+	if p := hub.PrincipalFrom(ctx); p != nil {
+		by = p.Actor()
+	}
+	s.opts.Logger.Info("settings changed", "settings", strings.Join(names, ","), "by", by)
 	return s.viewLocked(), nil
 }
 

@@ -28,6 +28,7 @@ type talk struct {
 	now     []exchange // the conversation going on
 	pending []exchange // ended conversations not yet in the memory
 	writing bool       // a goroutine writes the pending ones
+	cleared uint64     // times a person cleared the memory
 }
 
 type exchange struct{ heard, answer string }
@@ -54,7 +55,14 @@ func (s *Service) Ended(deviceID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.talks[deviceID]
-	if t == nil || len(t.now) == 0 || s.opts.Model == nil || s.ctx.Err() != nil {
+	if t == nil {
+		return
+	}
+	if s.opts.Model == nil || s.ctx.Err() != nil {
+		delete(s.talks, deviceID)
+		return
+	}
+	if len(t.now) == 0 {
 		return
 	}
 	t.pending, t.now = lastOf(append(t.pending, t.now...)), nil
@@ -72,7 +80,7 @@ func (s *Service) write(deviceID string, t *talk) {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
-		batch := t.pending
+		batch, cleared := t.pending, t.cleared
 		t.pending = nil
 		if len(batch) == 0 || s.ctx.Err() != nil {
 			t.writing = false
@@ -88,7 +96,7 @@ func (s *Service) write(deviceID string, t *talk) {
 		case <-s.ctx.Done():
 			continue
 		}
-		if err := s.remember(s.ctx, deviceID, batch); err != nil {
+		if err := s.remember(s.ctx, deviceID, batch, func() bool { return t.cleared == cleared }); err != nil {
 			s.opts.Logger.Warn("memory: the model could not write the device's memory", "device", deviceID, "err", err)
 		}
 		<-s.sem
@@ -97,7 +105,7 @@ func (s *Service) write(deviceID string, t *talk) {
 
 // remember asks the model for the device's new memory from the old one
 // and a conversation, and stores it.
-func (s *Service) remember(ctx context.Context, deviceID string, said []exchange) error {
+func (s *Service) remember(ctx context.Context, deviceID string, said []exchange, uncleared func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	old, err := s.opts.Store.Memory(ctx, deviceID)
@@ -123,6 +131,12 @@ func (s *Service) remember(ctx context.Context, deviceID string, said []exchange
 		return err
 	}
 	m := hub.Memory{Device: deviceID, Text: cut(strings.TrimSpace(resp.Text), s.opts.MaxMemory), Updated: s.opts.Now().UTC()}
+	// A person who cleared the memory meanwhile does not get it back.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !uncleared() {
+		return nil
+	}
 	if err := s.opts.Store.SaveMemory(ctx, m); err != nil {
 		return err
 	}
@@ -178,10 +192,11 @@ func (s *Service) ClearMemory(ctx context.Context, p *hub.Principal, id string) 
 		return err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if t := s.talks[d.ID]; t != nil {
 		t.now, t.pending = nil, nil
+		t.cleared++ // a memory being written is not stored
 	}
-	s.mu.Unlock()
 	return s.opts.Store.SaveMemory(ctx, hub.Memory{Device: d.ID})
 }
 

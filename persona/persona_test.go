@@ -20,6 +20,8 @@ type model struct {
 	mu       sync.Mutex
 	requests []agent.Request
 	done     chan string
+	asked    chan struct{} // if set, told of each request, which then waits for gate
+	gate     chan struct{}
 }
 
 func (m *model) Name() string { return "openai" }
@@ -28,6 +30,10 @@ func (m *model) Chat(_ context.Context, req agent.Request, _ func(string)) (agen
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
 	m.mu.Unlock()
+	if m.asked != nil {
+		m.asked <- struct{}{}
+		<-m.gate
+	}
 	in := req.Messages[0].Text
 	old, _, _ := strings.Cut(strings.TrimPrefix(in, "Old memory:\n"), "\n\nConversation:")
 	if old == "(none)" {
@@ -213,5 +219,23 @@ func TestMemoryWrittenAfterEachConversation(t *testing.T) {
 	}
 	if len(w.m.requests) != 2 {
 		t.Fatalf("%d requests to the model, want 2", len(w.m.requests))
+	}
+}
+
+// A memory being written when a person clears it is not stored.
+func TestClearWhileWriting(t *testing.T) {
+	w := newWorld(t, 0)
+	w.m.asked, w.m.gate = make(chan struct{}), make(chan struct{})
+	ctx := context.Background()
+	w.svc.Heard(devA, "My cat is Tom.", "Nice.")
+	w.svc.Ended(devA)
+	<-w.m.asked
+	if err := w.svc.ClearMemory(ctx, w.alice, devA); err != nil {
+		t.Fatal(err)
+	}
+	close(w.m.gate)
+	w.svc.Close() // waits for the writer
+	if m, _ := w.svc.Memory(ctx, w.alice, devA); m.Text != "" {
+		t.Fatalf("a cleared memory came back: %+v", m)
 	}
 }
