@@ -14,11 +14,12 @@ Object.assign(MESSAGES.en, {
   "source.default": "default", "source.file": "config file", "source.env": "environment", "source.stored": "set here", "source.flag": "fixed by a flag",
   "problem.wrong key": "wrong key", "problem.unreachable": "unreachable", "problem.unknown model": "unknown model",
   "problem.wrong address": "wrong address", "problem.not configured": "not configured", "problem.invalid settings": "invalid settings", "problem.failed": "failed",
-  "persona.title": "Assistant on this device",
+  "persona.title": "Assistant on this device", "persona.homeTitle": "The assistant in this home",
   "persona.name": "name", "persona.role": "role (who it is, what it does)", "persona.language": "language (zh, en)",
   "persona.voice": "voice", "persona.greeting": "greeting",
   "persona.save": "Save persona", "persona.saved": "saved: used from the next turn",
   "persona.inherits": "Empty fields use the home's, then the defaults (shown greyed).",
+  "persona.homeInherits": "Every device of the home uses these, unless it has its own; empty fields use the defaults (shown greyed).",
   "memory.title": "What it remembers", "memory.none": "Nothing yet: it writes a short note after each conversation.",
   "memory.clear": "Forget", "memory.cleared": "forgotten", "memory.confirm": "Forget what the assistant remembers of {device}'s conversations?",
 });
@@ -33,11 +34,12 @@ Object.assign(MESSAGES.zh, {
   "source.default": "默认", "source.file": "配置文件", "source.env": "环境变量", "source.stored": "在此设置", "source.flag": "由启动参数固定",
   "problem.wrong key": "密钥错误", "problem.unreachable": "无法连接", "problem.unknown model": "模型不存在",
   "problem.wrong address": "地址错误", "problem.not configured": "未配置", "problem.invalid settings": "设置无效", "problem.failed": "失败",
-  "persona.title": "这台设备上的助手",
+  "persona.title": "这台设备上的助手", "persona.homeTitle": "这个家里的助手",
   "persona.name": "名字", "persona.role": "角色（它是谁、做什么）", "persona.language": "语言（zh、en）",
   "persona.voice": "音色", "persona.greeting": "问候语",
   "persona.save": "保存角色", "persona.saved": "已保存：下一轮对话起生效",
   "persona.inherits": "留空的项使用家庭的设置，再用默认值（灰色显示）。",
+  "persona.homeInherits": "家里的每台设备都使用这些设置，除非设备有自己的；留空的项使用默认值（灰色显示）。",
   "memory.title": "它记得的事", "memory.none": "还没有：每次对话后它会写下简短的记录。",
   "memory.clear": "忘记", "memory.cleared": "已忘记", "memory.confirm": "忘记助手记得的关于 {device} 的对话内容？",
 });
@@ -141,12 +143,8 @@ async function loadSettings() {
   showSettings((await api("GET", "/api/settings")).settings);
 }
 
-// assistantPanel is the persona and memory of a device, in its detail,
-// for the owners and members of its home (and the admin).
-function assistantPanel(id, manage) {
-  const box = el("div", { class: "assistant", hidden: !manage && "" });
-  if (!manage) return box;
-  const path = "/api/devices/" + enc(id);
+// personaForm edits the persona at path (a device's or a home's).
+function personaForm(path, hint) {
   const fields = {};
   const form = el("form", { class: "persona" });
   for (const f of ["name", "role", "language", "voice", "greeting"]) {
@@ -156,7 +154,7 @@ function assistantPanel(id, manage) {
     form.append(el("label", { class: "field" }, lx("span", "small muted", () => t("persona." + f)), i));
   }
   const out = el("span", { class: "small persona-out" });
-  form.append(lx("p", "muted small", () => t("persona.inherits")),
+  form.append(lx("p", "muted small", () => t(hint)),
     el("div", { class: "row" }, lx("button", "plain", () => t("persona.save")), out));
   const show = (v) => {
     for (const [f, i] of Object.entries(fields)) {
@@ -175,6 +173,26 @@ function assistantPanel(id, manage) {
       say(out, "persona.saved");
     } catch (e) { say(out, e); }
   });
+  api("GET", path + "/persona").then(show).catch(e => say(out, e));
+  return form;
+}
+
+// homePersona shows the persona a home's devices inherit, to its owners
+// and members; kept while the same home stays chosen.
+function homePersona(id, manage) {
+  const box = $("homePersona");
+  if (box.dataset.home === id && box.dataset.manage === String(manage)) return;
+  box.dataset.home = id;
+  box.dataset.manage = String(manage);
+  box.replaceChildren(...(manage ? [lx("h3", "", () => t("persona.homeTitle")), personaForm("/api/homes/" + enc(id), "persona.homeInherits")] : []));
+}
+
+// assistantPanel is the persona and memory of a device, in its detail,
+// for the owners and members of its home (and the admin).
+function assistantPanel(id, manage) {
+  const box = el("div", { class: "assistant", hidden: !manage && "" });
+  if (!manage) return box;
+  const path = "/api/devices/" + enc(id);
   const memory = el("p", { class: "memory-text small" });
   const memOut = el("span", { class: "small memory-out" });
   const forget = lx("button", "plain danger small forget", () => t("memory.clear"));
@@ -187,9 +205,8 @@ function assistantPanel(id, manage) {
     try { await api("DELETE", path + "/memory"); showMemory({}); say(memOut, "memory.cleared"); }
     catch (e) { say(memOut, e); }
   });
-  box.append(lx("h3", "", () => t("persona.title")), form,
+  box.append(lx("h3", "", () => t("persona.title")), personaForm(path, "persona.inherits"),
     lx("h3", "", () => t("memory.title")), memory, el("div", { class: "row" }, forget, memOut));
-  api("GET", path + "/persona").then(show).catch(e => say(out, e));
   api("GET", path + "/memory").then(showMemory).catch(e => say(memOut, e));
   return box;
 }

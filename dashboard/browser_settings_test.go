@@ -120,6 +120,20 @@ func TestBrowserSettingsPersonaAndMemory(t *testing.T) {
 			b.waitJS("the confirmation", `document.querySelector("#confirm").open`)
 			b.run(chromedp.Click(`#confirmOk`, chromedp.ByQuery))
 			b.waitJS("forgotten", `document.querySelector(".memory-out").textContent === `+jsString(c.forgotten))
+
+			// A home's persona, inherited by its devices, in the home's panel.
+			homeID := home(t, h, person(t, h, "alice"), "A")
+			b.waitJS("the home listed", `document.querySelector('#homeSel option[value="`+homeID+`"]')`)
+			b.choose("#homeSel", homeID)
+			b.waitJS("the home's persona form", `document.querySelector("#homePersona input.persona-voice") && document.querySelector("#homePersona input.persona-voice").placeholder === ""`)
+			b.run(chromedp.SendKeys("#homePersona input.persona-voice", "nova", chromedp.ByQuery),
+				chromedp.Click("#homePersona form.persona button", chromedp.ByQuery))
+			b.waitJS("the home's persona saved", `document.querySelector("#homePersona .persona-out").textContent !== ""`)
+			if p := mustAs(t, h, servertest.Token, "GET", "/api/homes/"+homeID+"/persona", nil); p["persona"].(map[string]any)["voice"] != "nova" {
+				t.Fatalf("the home's persona after saving: %v", p)
+			}
+			b.shot("home-persona")
+			checkFits(t, b, c.width)
 		})
 	}
 }
