@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -16,12 +15,8 @@ import (
 )
 
 // speechStandIn stands in for OpenAI's speech synthesis at the edge: PCM
-// for the key sk-live, OpenAI's 401 for any other; it records the voices.
-type speechStandIn struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	voices []string
-}
+// for the key sk-live, OpenAI's 401 for any other.
+type speechStandIn struct{ srv *httptest.Server }
 
 func newSpeechStandIn(t *testing.T) *speechStandIn {
 	s := &speechStandIn{}
