@@ -1,36 +1,133 @@
 package dashboard_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 
+	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/server/servertest"
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
-// speechStandIn stands in for OpenAI's speech synthesis at the edge: PCM
-// for the key sk-live, OpenAI's 401 for any other.
-type speechStandIn struct{ srv *httptest.Server }
+// standIn stands in for an OpenAI-compatible provider at the edge, over
+// its wire formats: transcription ("Hello."), a streamed chat answer
+// ("Hi.") and speech (PCM), for the key sk-live; OpenAI's 401 for any
+// other. It records the voice of each synthesis.
+type standIn struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	voices []string
+}
 
-func newSpeechStandIn(t *testing.T) *speechStandIn {
-	s := &speechStandIn{}
+func newStandIn(t *testing.T) *standIn {
+	s := &standIn{}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer sk-live" {
 			w.WriteHeader(http.StatusUnauthorized)
 			fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided: sk-w***.","type":"invalid_request_error","code":"invalid_api_key"}}`)
 			return
 		}
-		w.Header().Set("Content-Type", "audio/pcm")
-		_, _ = w.Write(make([]byte, 4800))
+		switch r.URL.Path {
+		case "/v1/audio/transcriptions":
+			fmt.Fprint(w, `{"text":"Hello."}`)
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"Hi.\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+		case "/v1/audio/speech":
+			var req struct{ Voice string }
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			s.mu.Lock()
+			s.voices = append(s.voices, req.Voice)
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "audio/pcm")
+			_, _ = w.Write(make([]byte, 4800))
+		default:
+			http.NotFound(w, r)
+		}
 	}))
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+func (s *standIn) lastVoice() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.voices) == 0 {
+		return ""
+	}
+	return s.voices[len(s.voices)-1]
+}
+
+// talker is a device that talks: a raw WebSocket connection, as the
+// firmware's, whose person presses the button, speaks and lets go.
+func talker(t *testing.T, h *server.Hub, id string) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hdr := http.Header{"Device-Id": {id}, "Client-Id": {"raw-" + id}, "Protocol-Version": {"1"}}
+	c, _, err := websocket.Dial(ctx, h.DeviceURL(), &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	c.SetReadLimit(1 << 20)
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","version":1,"transport":"websocket","audio_params":{"format":"opus","sample_rate":16000,"channels":1,"frame_duration":60}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// speak has the person say something to c and waits for tts stop.
+func speak(t *testing.T, c *websocket.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	enc, err := opus.NewEncoder(16000, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(typ websocket.MessageType, b []byte) {
+		if err := c.Write(ctx, typ, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(websocket.MessageText, []byte(`{"session_id":"s","type":"listen","state":"start","mode":"manual"}`))
+	for n := range 20 {
+		pcm := make([]int16, 960)
+		for i := range pcm {
+			pcm[i] = int16(5000 * math.Sin(2*math.Pi*180*float64(n*960+i)/16000))
+		}
+		pkt, err := enc.Encode(pcm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(websocket.MessageBinary, pkt)
+	}
+	write(websocket.MessageText, []byte(`{"session_id":"s","type":"listen","state":"stop"}`))
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("the spoken turn: %v", err)
+		}
+		if typ == websocket.MessageText && strings.Contains(string(data), `"state":"stop"`) {
+			return
+		}
+	}
 }
 
 // The admin's Settings section, in English at desktop width and in
@@ -49,10 +146,19 @@ func TestBrowserSettingsPersonaAndMemory(t *testing.T) {
 		{"zh-CN", "已保存：下一轮对话起生效", "密钥错误", "在此设置", "已忘记", 390},
 	} {
 		t.Run(c.lang, func(t *testing.T) {
-			s := newSpeechStandIn(t)
+			s := newStandIn(t)
 			h := startHub(t, func(cfg *server.Config) {
-				cfg.TTSProvider, cfg.TTSBaseURL, cfg.TTSAPIKey, cfg.TTSVoice = "openai", s.srv.URL+"/v1", "sk-live", "alloy"
+				base := s.srv.URL + "/v1"
+				cfg.AgentProvider, cfg.AgentBaseURL, cfg.AgentAPIKey, cfg.AgentModel = "openai", base, "sk-live", "m"
+				cfg.ASRProvider, cfg.ASRBaseURL, cfg.ASRAPIKey = "openai", base, "sk-live"
+				cfg.TTSProvider, cfg.TTSBaseURL, cfg.TTSAPIKey, cfg.TTSVoice = "openai", base, "sk-live", "alloy"
 			})
+			// A device already in a conversation, spoken to in the file's voice.
+			voiceDevice := talker(t, h, "aa:00:00:00:5a:02")
+			speak(t, voiceDevice)
+			if v := s.lastVoice(); v != "alloy" {
+				t.Fatalf("the first turn was spoken in %q", v)
+			}
 			const id = "aa:00:00:00:5a:01"
 			connect(t, h, sim.Config{DeviceID: id, Lamp: true})
 			b := newBrowser(t, h.URL(), c.width, c.lang)
@@ -96,6 +202,11 @@ func TestBrowserSettingsPersonaAndMemory(t *testing.T) {
 			k := body["settings"].(map[string]any)["tts-api-key"].(map[string]any)
 			if v["value"] != "nova" || v["source"] != "stored" || k["source"] != "file" {
 				t.Fatalf("after saving: tts-voice %v, tts-api-key %v", v, k)
+			}
+			// The next spoken turn of the same conversation uses it: no restart.
+			speak(t, voiceDevice)
+			if v := s.lastVoice(); v != "nova" {
+				t.Fatalf("the turn after the change was spoken in %q, want nova", v)
 			}
 
 			// The device's persona and memory, in its detail.
