@@ -19,6 +19,9 @@ func (s *Service) LLM() LLM { return LLM{s} }
 // Name is the current provider's name ("" when none is set).
 func (l LLM) Name() string { return l.s.Current().Agent.Provider }
 
+// Model is the current model's name, for the agent's run records.
+func (l LLM) Model() string { return l.s.Current().Agent.Model }
+
 // Ready is nil when the settings name a usable model, else an
 // EUNAVAILABLE error saying what to set.
 func (l LLM) Ready() error { return l.s.Current().LLMErr }

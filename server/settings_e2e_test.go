@@ -77,6 +77,15 @@ func TestLiveSettingsApplyToTheNextTurn(t *testing.T) {
 	if v := s.lastVoice(); v != "nova" {
 		t.Fatalf("the turn after the change was spoken in %q, want nova", v)
 	}
+	// The agent's model too: the next turn's run is the new model's.
+	if st, body := h.call("PUT", "/api/settings", map[string]any{"agent-model": "other-model"}); st != 200 {
+		t.Fatalf("PUT agent-model: %d %v", st, body)
+	}
+	spokenTurn(t, c)
+	_, runs := h.call("GET", "/api/agent/runs?limit=1", nil)
+	if list, _ := runs["runs"].([]any); len(list) != 1 || list[0].(map[string]any)["model"] != "other-model" {
+		t.Fatalf("the last run: %v", runs)
+	}
 
 	// A key is stored and shown only as set; a wrong one fails the next
 	// turn's synthesis, and the test says so in words.
