@@ -96,7 +96,7 @@ func (s *Service) write(deviceID string, t *talk) {
 		case <-s.ctx.Done():
 			continue
 		}
-		if err := s.remember(s.ctx, deviceID, batch, func() bool { return t.cleared == cleared }); err != nil {
+		if err := s.remember(s.ctx, deviceID, batch, func() bool { return t.cleared == cleared }); err != nil && s.ctx.Err() == nil {
 			s.opts.Logger.Warn("memory: the model could not write the device's memory", "device", deviceID, "err", err)
 		}
 		<-s.sem
