@@ -68,7 +68,7 @@ func (c *remoteConn) do(ctx context.Context, req request, out *reply) error {
 	defer cancel()
 	stop := context.AfterFunc(c.ctx, cancel)
 	defer stop()
-	m, err := c.n.nc.RequestWithContext(ctx, subject(c.id), b)
+	m, err := c.request(ctx, b)
 	switch {
 	case err == nil:
 	case errors.Is(err, nats.ErrNoResponders):
@@ -84,4 +84,32 @@ func (c *remoteConn) do(ctx context.Context, req request, out *reply) error {
 		return hub.Errorf(hub.EINTERNAL, "hub node %s answered with malformed JSON: %v", c.node, err)
 	}
 	return nil
+}
+
+// noResponderRetries bound how long a request waits for the holder's
+// subscription to reach this node's NATS server: a device that has just
+// moved to another node is named its holder in the shared state (a
+// key-value watch) a moment before the interest in its subject crosses
+// the NATS routes. "No responders" means nobody received the request, so
+// asking again cannot run a call twice.
+var noResponderRetries = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
+
+// request sends one request for the device, asking again while no node
+// has the device's subject yet (within noResponderRetries and ctx).
+func (c *remoteConn) request(ctx context.Context, b []byte) (*nats.Msg, error) {
+	m, err := c.n.nc.RequestWithContext(ctx, subject(c.id), b)
+	for _, wait := range noResponderRetries {
+		if !errors.Is(err, nats.ErrNoResponders) {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		m, err = c.n.nc.RequestWithContext(ctx, subject(c.id), b)
+	}
+	return m, err
 }

@@ -59,6 +59,8 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--asr-provider", "funasr", "--asr-base-url", "http://asr:10095"}, "asr-base-url: \"http://asr:10095\" is not a ws:// or wss:// URL"},
 		{[]string{"--tts-provider", "dashscope"}, "tts-provider dashscope needs tts-api-key (or DASHSCOPE_API_KEY)"},
 		{[]string{"--tts-sample-rate", "96000"}, "tts-sample-rate: 96000 is outside 8000..48000"},
+		{[]string{"--opus-complexity", "11"}, "opus-complexity: 11 is outside 0..10"},
+		{[]string{"--opus-bitrate", "64"}, "opus-bitrate: 64 is outside 6000..510000"},
 	} {
 		_, err := config.Load(tc.args, noEnv)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"fmt"
+
 	"github.com/xiaozhi-hub/hub/asr"
+	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/tts"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 )
@@ -15,6 +18,11 @@ func (c Config) ASR() asr.Settings {
 func (c Config) TTS() tts.Settings {
 	return tts.Settings{Provider: c.TTSProvider, BaseURL: c.TTSBaseURL, APIKey: c.TTSAPIKey, Model: c.TTSModel,
 		Voice: c.TTSVoice, SampleRate: c.TTSSampleRate}
+}
+
+// Opus is the answers' encoder settings, for package opus.
+func (c Config) Opus() opus.Settings {
+	return opus.Settings{Complexity: c.OpusComplexity, Bitrate: c.OpusBitrate}
 }
 
 // Speech makes the speech providers the settings name, for the voice
@@ -31,10 +39,14 @@ func (c Config) Speech() (driver.Recognizer, driver.Synthesizer, error) {
 	return rec, syn, nil
 }
 
-// validateVoice checks the speech provider settings (each provider package
-// checks its own, in the words of the settings).
+// validateVoice checks the speech provider and codec settings (each
+// package checks its own, in the words of the settings).
 func (c Config) validateVoice() []error {
-	return append(asr.Check(c.ASR()), tts.Check(c.TTS())...)
+	errs := append(asr.Check(c.ASR()), tts.Check(c.TTS())...)
+	for _, err := range c.Opus().Check() {
+		errs = append(errs, fmt.Errorf("opus-%w", err))
+	}
+	return errs
 }
 
 // resolveVoice fills the API keys left empty from the environment variable

@@ -46,6 +46,7 @@ function applyLang() {
   for (const e of document.querySelectorAll("[data-i18n-ph]")) e.placeholder = t(e.dataset.i18nPh);
   for (const e of document.querySelectorAll("[data-i18n-aria]")) e.setAttribute("aria-label", t(e.dataset.i18nAria));
   for (const e of document.querySelectorAll(".tr")) e.textContent = e._tr();
+  for (const e of document.querySelectorAll("[data-i18n-label]")) e.dataset.label = t(e.dataset.i18nLabel);
   if (!$("callOutcome").options[1]) {
     for (const o of ["ok", "tool_error", "device_error", "timeout", "offline", "disconnected", "invalid", "sent"])
       $("callOutcome").append(live(el("option", { value: o }), () => t("outcome." + o)));
@@ -62,6 +63,28 @@ function request(method, body) {
   return { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) };
 }
 
+// errorText is an error code's text in the page's language with the
+// server's detail beside it; an unknown code shows the status (if any)
+// and the detail.
+function errorText(code, detail, status) {
+  const key = "err.code." + code;
+  if (code && hasMessage(key)) return t("err.api", { what: t(key), detail });
+  return status ? t("err.http", { status, message: detail }) : detail;
+}
+
+// apiError is the one place where an API error answer becomes text: the
+// error code's translation in the page's language, with the server's own
+// detail beside it (the status when the code is unknown).
+function apiError(res, data) {
+  const e = (data && data.error) || {};
+  const detail = e.message || res.statusText || "";
+  const err = new Error(errorText(e.code, detail, res.status));
+  err.status = res.status;
+  err.code = e.code || "";
+  err.detail = detail;
+  return err;
+}
+
 async function api(method, path, body) {
   let res;
   try {
@@ -73,10 +96,7 @@ async function api(method, path, body) {
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { raw: text }; }
   if (!res.ok) {
-    const msg = (data && data.error && data.error.message) || res.statusText;
-    const err = new Error(t("err.http", { status: res.status, message: msg }));
-    err.status = res.status;
-    err.detail = msg;
+    const err = apiError(res, data);
     err.retryAfter = Number(res.headers.get("Retry-After")) || 0;
     // The credential is gone (logged out elsewhere, revoked, expired, the
     // user removed): back to the sign-in page.
@@ -567,6 +587,21 @@ async function loadCalls() {
   renderCalls();
 }
 
+// cell labels a call history cell with its column's name, which the
+// phone layout shows in front of it (a card per call, no table header).
+function cell(key, td) {
+  td.dataset.i18nLabel = key;
+  td.dataset.label = t(key);
+  return td;
+}
+
+// callWho is who made a call: the person or credential (by), and how
+// (the caller: rest, mcp, agent…) when that adds something.
+function callWho(c) {
+  if (!c.by) return c.caller || "";
+  return c.caller && c.caller !== c.by ? c.by + " · " + c.caller : c.by;
+}
+
 function renderCalls() {
   const tool = $("callTool").value.trim().toLowerCase();
   const outcome = $("callOutcome").value;
@@ -575,10 +610,13 @@ function renderCalls() {
   // In a cluster each record names the node that made the call, and ids
   // are each node's own.
   body.replaceChildren(...rows.slice(0, 200).map(c => el("tr", { "data-id": (c.node ? c.node + "/" : "") + c.id },
-    lx("td", "nowrap", () => new Date(c.started).toLocaleString(locale())), el("td", {}, devName(c.deviceId)),
-    el("td", { class: "mono" }, c.tool), el("td", { class: "nowrap" }, c.caller, c.node ? el("span", { class: "muted small node" }, " · " + c.node) : ""),
-    lx("td", c.outcome === "ok" || c.outcome === "sent" ? "" : "bad", () => t("outcome." + c.outcome)),
-    el("td", {}, Math.round(c.durationMs)), el("td", { class: "res mono" }, (c.arguments || "") + " → " + (c.result || "")))));
+    cell("calls.time", lx("td", "nowrap", () => new Date(c.started).toLocaleString(locale()))),
+    cell("calls.device", el("td", {}, devName(c.deviceId))),
+    cell("calls.toolCol", el("td", { class: "mono" }, c.tool)),
+    cell("calls.caller", el("td", { class: "who" }, callWho(c), c.node ? el("span", { class: "muted small node" }, " · " + c.node) : "")),
+    cell("calls.outcome", lx("td", c.outcome === "ok" || c.outcome === "sent" ? "" : "bad", () => t("outcome." + c.outcome))),
+    cell("calls.duration", el("td", {}, Math.round(c.durationMs))),
+    cell("calls.result", el("td", { class: "res mono" }, (c.arguments || "") + " → " + (c.result || ""))))));
   if (!rows.length) body.append(el("tr", {}, live(el("td", { colspan: 7, class: "muted" }), () => t(calls.length ? "calls.noMatch" : "calls.none"))));
 }
 $("callDevice").addEventListener("change", loadCalls);
@@ -627,9 +665,9 @@ $("chatForm").addEventListener("submit", async (ev) => {
   try {
     const res = await fetch("/api/agent/chat", request("POST", { message, session: chatSession }));
     if (!res.ok) {
-      let msg = res.statusText;
-      try { msg = (await res.json()).error.message || msg; } catch { }
-      throw new Error(t("err.http", { status: res.status, message: msg }));
+      let data = null;
+      try { data = await res.json(); } catch { }
+      throw apiError(res, data);
     }
     const labels = {}; // tool call id → what it called, for its result
     await readSSE(res, (e) => {
@@ -649,7 +687,7 @@ $("chatForm").addEventListener("submit", async (ev) => {
           if (!answer && e.text) answer = add(el("div", { class: "msg answer" }, e.text));
           add(lx("div", "msg step", () => t("chat.done", { steps: e.steps || 0 })));
           break;
-        case "error": add(lx("div", "msg err", () => t("chat.error", { message: e.message || e.code || "" }))); break;
+        case "error": add(lx("div", "msg err", () => t("chat.error", { message: errorText(e.code, e.message || "", 0) || e.code || "" }))); break;
       }
     });
   } catch (e) {
@@ -718,7 +756,11 @@ async function stream() {
     try {
       const res = await fetch("/api/events", { ...request("GET"), signal });
       if (res.status === 401) { signedOut(); return; }
-      if (!res.ok) throw new Error(res.status + " " + res.statusText);
+      if (!res.ok) {
+        let data = null;
+        try { data = await res.json(); } catch { }
+        throw apiError(res, data);
+      }
       live($("status"), () => t("status.live"));
       await readSSE(res, onEvent);
     } catch (e) {

@@ -80,7 +80,7 @@ const MESSAGES = {
     "confirm.ok": "Confirm", "confirm.cancel": "Cancel",
     "calls.title": "Call history",
     "calls.allDevices": "All devices", "calls.tool": "Tool…", "calls.allOutcomes": "All outcomes",
-    "calls.time": "Time", "calls.device": "Device", "calls.toolCol": "Tool", "calls.caller": "Caller",
+    "calls.time": "Time", "calls.device": "Device", "calls.toolCol": "Tool", "calls.caller": "By",
     "calls.outcome": "Outcome", "calls.duration": "ms", "calls.result": "Arguments → result",
     "calls.none": "No calls yet.", "calls.noMatch": "No call matches.",
     "outcome.ok": "ok", "outcome.tool_error": "tool error", "outcome.device_error": "device error",
@@ -111,6 +111,21 @@ const MESSAGES = {
     "ev.other": "{device}: {type}",
     "err.network": "the hub cannot be reached: {error}",
     "err.http": "{status}: {message}",
+    "err.api": "{what}: {detail}",
+    "err.code.not_found": "not found",
+    "err.code.invalid_argument": "invalid value",
+    "err.code.bad_request": "bad request",
+    "err.code.device_offline": "the device is offline",
+    "err.code.device_error": "the device reported an error",
+    "err.code.device_disconnected": "the device disconnected during the call",
+    "err.code.timeout": "no answer in time",
+    "err.code.device_busy": "the device is busy; try again shortly",
+    "err.code.unauthorized": "not signed in, or the token is not accepted",
+    "err.code.forbidden": "not allowed",
+    "err.code.conflict": "conflict with the current state",
+    "err.code.internal": "internal error in the hub",
+    "err.code.too_many_requests": "too many attempts; wait a moment",
+    "err.code.unavailable": "not available on this hub",
     "login.title": "Sign in",
     "login.name": "Name",
     "login.password": "Password",
@@ -260,7 +275,7 @@ const MESSAGES = {
     "confirm.ok": "确认", "confirm.cancel": "取消",
     "calls.title": "调用记录",
     "calls.allDevices": "全部设备", "calls.tool": "工具…", "calls.allOutcomes": "全部结果",
-    "calls.time": "时间", "calls.device": "设备", "calls.toolCol": "工具", "calls.caller": "调用方",
+    "calls.time": "时间", "calls.device": "设备", "calls.toolCol": "工具", "calls.caller": "调用者",
     "calls.outcome": "结果", "calls.duration": "毫秒", "calls.result": "参数 → 返回",
     "calls.none": "还没有调用。", "calls.noMatch": "没有匹配的调用。",
     "outcome.ok": "成功", "outcome.tool_error": "工具错误", "outcome.device_error": "设备错误",
@@ -291,6 +306,21 @@ const MESSAGES = {
     "ev.other": "{device}：{type}",
     "err.network": "无法连接到中枢：{error}",
     "err.http": "{status}：{message}",
+    "err.api": "{what}（{detail}）",
+    "err.code.not_found": "未找到",
+    "err.code.invalid_argument": "输入的值无效",
+    "err.code.bad_request": "请求有误",
+    "err.code.device_offline": "设备离线",
+    "err.code.device_error": "设备返回了错误",
+    "err.code.device_disconnected": "调用过程中设备断开了连接",
+    "err.code.timeout": "未能按时得到回应",
+    "err.code.device_busy": "设备正忙，请稍后再试",
+    "err.code.unauthorized": "未登录，或令牌未被接受",
+    "err.code.forbidden": "无权执行此操作",
+    "err.code.conflict": "与当前状态冲突",
+    "err.code.internal": "中枢内部错误",
+    "err.code.too_many_requests": "尝试次数过多，请稍候",
+    "err.code.unavailable": "此中枢未启用该功能",
     "login.title": "登录",
     "login.name": "用户名",
     "login.password": "密码",
@@ -378,6 +408,11 @@ function pickLang() {
 }
 
 let LANG = pickLang();
+
+// hasMessage reports whether key has a text (in English at least).
+function hasMessage(key) {
+  return Boolean((MESSAGES[LANG] && MESSAGES[LANG][key]) || MESSAGES.en[key]);
+}
 
 function t(key, args) {
   const s = (MESSAGES[LANG] && MESSAGES[LANG][key]) || MESSAGES.en[key] || key;

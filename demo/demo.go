@@ -34,7 +34,7 @@ func Start(ctx context.Context, h *server.Hub, n int, log *slog.Logger) (stop fu
 		token = cfg.DeviceTokens[0]
 	}
 	fleet, err := sim.NewFleet(sim.FleetConfig{
-		Base:     sim.Config{URL: h.DeviceURL(), Token: token, Logger: log.With("component", "demo")},
+		Base:     sim.Config{URL: h.DeviceURL(), Token: token, Logger: slog.New(quieter{log.Handler()}).With("component", "demo")},
 		Count:    n,
 		IDPrefix: "de:00:00",
 		Profiles: sim.DemoProfiles,
@@ -62,7 +62,7 @@ func Start(ctx context.Context, h *server.Hub, n int, log *slog.Logger) (stop fu
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { fleet.Run(ctx) })
-	log.Info("demo devices started", "count", n)
+	log.Debug("demo devices started", "count", n)
 	return func() { cancel(); wg.Wait() }, nil
 }
 
@@ -88,3 +88,27 @@ func label(ctx context.Context, h *server.Hub, d *sim.Device, round int) error {
 	_, err := h.Registry.Register(ctx, cfg.DeviceID, patch)
 	return err
 }
+
+// quieter writes the simulated devices' info lines at debug: the hub's own
+// log already has a line for each of their connections. Warnings and errors
+// keep their level.
+type quieter struct{ h slog.Handler }
+
+func lower(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.h.Enabled(ctx, lower(l))
+}
+
+func (q quieter) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = lower(r.Level)
+	return q.h.Handle(ctx, r)
+}
+
+func (q quieter) WithAttrs(as []slog.Attr) slog.Handler { return quieter{q.h.WithAttrs(as)} }
+func (q quieter) WithGroup(name string) slog.Handler    { return quieter{q.h.WithGroup(name)} }

@@ -331,9 +331,12 @@ func (c *Client) ctxError(err error, method string) error {
 	return fmt.Errorf("%s: %w", method, err)
 }
 
+// logExchange writes every exchange at debug, with its arguments and
+// result summarised; the info log has one line per call, whatever its
+// transport or outcome (registry's finish).
 func (c *Client) logExchange(method string, id int64, params any, res json.RawMessage, err error, d time.Duration) {
 	ctx := context.Background()
-	if !c.log.Enabled(ctx, slog.LevelInfo) {
+	if !c.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
 	outcome := "ok"
@@ -343,7 +346,7 @@ func (c *Client) logExchange(method string, id int64, params any, res json.RawMe
 		result = hub.ErrorMessage(err)
 	}
 	args, _ := json.Marshal(params)
-	c.log.LogAttrs(ctx, slog.LevelInfo, "mcp exchange",
+	c.log.LogAttrs(ctx, slog.LevelDebug, "mcp exchange",
 		slog.String("method", method), slog.Int64("id", id),
 		slog.Float64("ms", float64(d.Microseconds())/1000), slog.String("outcome", outcome),
 		slog.String("args", summarize(args)), slog.String("result", result))

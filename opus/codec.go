@@ -2,8 +2,9 @@ package opus
 
 import "github.com/xiaozhi-hub/hub/voice/driver"
 
-// Codec makes this package's coders for the voice engine (driver.Codec).
-type Codec struct{}
+// Codec makes this package's coders for the voice engine (driver.Codec),
+// encoding with Settings (the zero Settings: Speech).
+type Codec struct{ Settings Settings }
 
 // NewDecoder returns NewDecoder(rate) as a driver.Decoder.
 func (Codec) NewDecoder(rate int) (driver.Decoder, error) {
@@ -14,9 +15,13 @@ func (Codec) NewDecoder(rate int) (driver.Decoder, error) {
 	return d, nil
 }
 
-// NewEncoder returns NewEncoder(rate, frameMs) as a driver.Encoder.
-func (Codec) NewEncoder(rate, frameMs int) (driver.Encoder, error) {
-	e, err := NewEncoder(rate, frameMs)
+// NewEncoder returns an encoder with c's Settings as a driver.Encoder.
+func (c Codec) NewEncoder(rate, frameMs int) (driver.Encoder, error) {
+	s := c.Settings
+	if s == (Settings{}) {
+		s = Speech
+	}
+	e, err := s.NewEncoder(rate, frameMs)
 	if err != nil {
 		return nil, err
 	}

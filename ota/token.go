@@ -80,7 +80,7 @@ func loadSecret(path string, log *slog.Logger) ([]byte, error) {
 		return nil, fmt.Errorf("device secret file %s is damaged (want 64 hex digits); delete it to generate a new one (devices then need to reboot)", path)
 	}
 	if created {
-		log.Info("generated the device token secret", "path", path)
+		log.Debug("generated the device token secret", "path", path)
 	}
 	return secret, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -234,8 +235,31 @@ func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTC
 // streams' filters.
 func (r *Registry) finish(ctx context.Context, rec hub.CallRecord, home string) {
 	rec.ID = r.callID.Add(1)
+	logCall(ctx, r.log, rec)
 	r.rec.call(ctx, rec)
 	r.bus.publish(hub.Event{Type: hub.EventCallFinished, DeviceID: rec.DeviceID, Time: r.opts.Now(), Data: rec, By: rec.By, Home: home})
+}
+
+// logCall is the info log's one line for a call: the device, the tool,
+// its outcome (with the error's message when it failed) and who asked.
+// Arguments and results are not in it: they may be personal.
+func logCall(ctx context.Context, log *slog.Logger, rec hub.CallRecord) {
+	if !log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("device", rec.DeviceID), slog.String("tool", rec.Tool),
+		slog.String("outcome", rec.Outcome), slog.Float64("ms", rec.DurationMs)}
+	switch rec.Outcome {
+	case hub.OutcomeOK, hub.OutcomeSent, hub.OutcomeToolError:
+	default:
+		attrs = append(attrs, slog.String("err", rec.Result))
+	}
+	who := rec.By
+	if who == "" {
+		who = rec.Caller
+	}
+	attrs = append(attrs, slog.String("by", who), slog.String("via", rec.Caller))
+	log.LogAttrs(ctx, slog.LevelInfo, "call", attrs...)
 }
 
 func (r *Registry) timeout(d time.Duration) (time.Duration, error) {

@@ -149,7 +149,7 @@ func (r *Registry) Load(ctx context.Context) error {
 		}
 		r.devices[s.Device.ID] = e
 	}
-	r.log.Info("registry loaded", "devices", len(snaps), "toolsets", len(r.toolsets))
+	r.log.Debug("registry loaded", "devices", len(snaps), "toolsets", len(r.toolsets))
 	return nil
 }
 

@@ -37,7 +37,7 @@ func (h *Hub) openStore(ctx context.Context) error {
 	}
 	h.lock = lock
 	h.closers.pushf(lock.Release) // after the store: the next hub may open it at once
-	if h.Token, err = secretfile.AdminToken(h.cfg.APIToken, lock.Path(datadir.TokenFile), h.log); err != nil {
+	if h.Token, h.tokenCreated, err = secretfile.AdminToken(h.cfg.APIToken, lock.Path(datadir.TokenFile), h.log); err != nil {
 		return err
 	}
 	st, err := store.Open(ctx, lock.Path(datadir.StoreFile), store.Options{MaxCalls: h.cfg.MaxCalls})

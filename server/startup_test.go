@@ -1,22 +1,37 @@
 package server_test
 
 import (
+	"net"
+	"slices"
 	"testing"
 
 	"github.com/xiaozhi-hub/hub/server"
 )
 
-// The startup line names the model and the address each speech provider
-// will really use, its defaults included (not an empty model, nor OpenAI's
-// address for DashScope).
-func TestStartupNamesTheSpeechProvidersDefaults(t *testing.T) {
-	h := startHub(t, "", func(c *server.Config) {
-		c.ASRProvider, c.ASRAPIKey = "openai", "sk-test"
-		c.TTSProvider, c.TTSAPIKey = "dashscope", "sk-test"
-	})
-	got := h.Startup().Speech
-	want := "recognition openai whisper-1 at https://api.openai.com/v1; synthesis dashscope cosyvoice-v2 at wss://dashscope.aliyuncs.com/api-ws/v1/inference"
-	if got != want {
-		t.Errorf("startup speech line:\n got %s\nwant %s", got, want)
+// The banner's URLs: public-url first; for a wildcard listen address the
+// machine's LAN IPv4 addresses and localhost (no loopback, link-local or
+// IPv6 ones); a specific address as it is.
+func TestReachableURLs(t *testing.T) {
+	ifaces := []net.Addr{
+		&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)},
+		&net.IPNet{IP: net.ParseIP("192.168.1.10"), Mask: net.CIDRMask(24, 32)},
+		&net.IPNet{IP: net.ParseIP("169.254.3.4"), Mask: net.CIDRMask(16, 32)},
+		&net.IPNet{IP: net.ParseIP("fe80::1"), Mask: net.CIDRMask(64, 128)},
+		&net.IPNet{IP: net.ParseIP("2001:db8::5"), Mask: net.CIDRMask(64, 128)},
+		&net.IPAddr{IP: net.ParseIP("10.0.0.7")},
+	}
+	for _, c := range []struct {
+		public, listen string
+		want           []string
+	}{
+		{"", "[::]:8000", []string{"http://192.168.1.10:8000", "http://localhost:8000"}},
+		{"", "0.0.0.0:8000", []string{"http://192.168.1.10:8000", "http://localhost:8000"}},
+		{"http://hub.lan:8000/", "[::]:8000", []string{"http://hub.lan:8000", "http://192.168.1.10:8000", "http://localhost:8000"}},
+		{"", "127.0.0.1:9000", []string{"http://127.0.0.1:9000"}},
+		{"", "192.168.1.10:8000", []string{"http://192.168.1.10:8000"}},
+	} {
+		if got := server.ReachableURLs(c.public, c.listen, ifaces); !slices.Equal(got, c.want) {
+			t.Errorf("ReachableURLs(%q, %q) = %q, want %q", c.public, c.listen, got, c.want)
+		}
 	}
 }

@@ -274,7 +274,14 @@ func TestTalkOverMQTT(t *testing.T) {
 	if err := d.Publish([]byte(`{"session_id":"` + sid + `","type":"listen","state":"start","mode":"manual"}`)); err != nil {
 		t.Fatal(err)
 	}
+	// The firmware sends a frame every 60 ms after listen start; UDP and
+	// MQTT are not ordered with each other, so frames sent all at once
+	// can all arrive before the hub has read the listen start (and be
+	// dropped as audio outside a turn). Pace them as the device does.
+	tick := time.NewTicker(60 * time.Millisecond)
+	defer tick.Stop()
 	for _, f := range speech(t) {
+		<-tick.C
 		if err := ch.SendAudio(f, 0); err != nil {
 			t.Fatal(err)
 		}

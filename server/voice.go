@@ -53,7 +53,7 @@ func voiceOptions(cfg Config) (voice.Options, error) {
 	if err != nil {
 		return voice.Options{}, err
 	}
-	return voice.Options{Codec: opus.Codec{}, Recognizer: rec, Synthesizer: syn,
+	return voice.Options{Codec: opus.Codec{Settings: cfg.Opus()}, Recognizer: rec, Synthesizer: syn,
 		NewVAD:  func() voice.VAD { return vad.NewEnergy(vad.Config{}) },
 		Silence: cfg.ConversationTimeout, Voice: cfg.TTSVoice, Language: cfg.ASRLanguage}, nil
 }

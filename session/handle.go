@@ -165,11 +165,13 @@ func (s *session) discover(ctx context.Context, start time.Time, init bool) {
 			return err
 		})
 		if err != nil {
+			s.identified("", "") // the failure is logged too
 			s.listMu.Lock()
 			s.listing, s.relist = false, false
 			s.listMu.Unlock()
 			return
 		}
+		s.identified(info.Name, info.Version)
 		s.link.SetServerInfo(info.Name, info.Version) // stored in the background
 	}
 	for {
@@ -258,8 +260,8 @@ func (s *session) listOnce(ctx context.Context, start time.Time) {
 	if incomplete == nil {
 		d := time.Since(start)
 		s.srv.m.Discovered("ok", d.Seconds())
-		s.log.Info("tools cached", "tools", len(tools), "ms", float64(d.Microseconds())/1000,
-			"added", len(change.Added), "removed", len(change.Removed), "changed", len(change.Changed))
+		s.log.Info("tools discovered", "count", len(tools), "ms", float64(d.Microseconds())/1000)
+		s.log.Debug("tool list changes", "added", len(change.Added), "removed", len(change.Removed), "changed", len(change.Changed))
 	}
 }
 

@@ -83,7 +83,7 @@ func (s *session) applyIoT(ctx context.Context, msg protocol.IoTMessage) {
 		if err := s.link.DescribeThings(ctx, msg.Descriptors); err != nil {
 			s.log.Error("could not store IoT descriptors", "err", err)
 		}
-		s.log.Info("iot descriptors", "things", len(msg.Descriptors))
+		s.log.Debug("iot descriptors", "things", len(msg.Descriptors))
 	}
 	if len(msg.States) > 0 {
 		states := make([]registry.ThingState, len(msg.States))
@@ -93,6 +93,6 @@ func (s *session) applyIoT(ctx context.Context, msg protocol.IoTMessage) {
 		if err := s.link.ReportStates(ctx, states); err != nil {
 			s.log.Error("could not store IoT states", "err", err)
 		}
-		s.log.Info("iot states", "things", len(msg.States))
+		s.log.Debug("iot states", "things", len(msg.States))
 	}
 }

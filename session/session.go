@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,9 +101,27 @@ func (s *session) serve() {
 	s.ended(s.readLoop(s.ctx))
 }
 
+// connected counts the device in. The info log's "device connected" line
+// names its firmware, which a device serving MCP tells in its initialize
+// reply: for those, discover writes the line (identified); the others have
+// theirs here.
 func (s *session) connected() {
 	s.srv.m.Connected(1)
-	s.log.Info("device connected", "remote", s.remote, "transport", s.neg.Transport, "mcp", s.hello.MCP, "protocolVersion", s.version, "session", s.sid)
+	s.log.Debug("device session open", "remote", s.remote, "transport", s.neg.Transport, "mcp", s.hello.MCP, "protocolVersion", s.version, "session", s.sid)
+	if s.client == nil {
+		s.identified("", "")
+	}
+}
+
+// identified writes the info log's one line for a device's connection:
+// its transport, its board and firmware ("" when the device did not say),
+// and where it came from.
+func (s *session) identified(board, firmware string) {
+	fw := strings.TrimSpace(board + " " + firmware)
+	if fw == "" {
+		fw = "unknown"
+	}
+	s.log.Info("device connected", "transport", s.neg.Transport, "firmware", fw, "remote", s.remote)
 }
 
 // ended cleans up after the read loop returned err.

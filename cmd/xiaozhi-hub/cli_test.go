@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 func runCmd(args ...string) (code int, stdout, stderr string) {
@@ -98,20 +97,7 @@ func TestStartupLogAndHealthcheckAgainstHub(t *testing.T) {
 	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "XZ_AGENT_PROVIDER", "XZ_AGENT_MODEL"} {
 		t.Setenv(k, "")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--api-token", "startup-token-0123456789"}, &bytes.Buffer{}, &logs)
-	}()
-	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(logs.String(), "xiaozhi-hub ready") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no startup line; log:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	logs := startLogged(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--api-token", "startup-token-0123456789")
 	line := logs.String()[strings.Index(logs.String(), "xiaozhi-hub ready"):]
 	line = line[:strings.IndexByte(line, '\n')]
 	for _, w := range []string{"dashboard=http://127.0.0.1:", `llm="not configured`, `speech="not configured`} {

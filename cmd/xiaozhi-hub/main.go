@@ -4,6 +4,7 @@
 //	xiaozhi-hub devices pending|approve CODE|revoke ID|rebind ID   (see devices --help)
 //	xiaozhi-hub users add NAME|list|remove NAME           (see users --help)
 //	xiaozhi-hub chat "打开客厅的灯"                       ask the hub's agent (see chat --help)
+//	xiaozhi-hub token [--data-dir DIR]                    print the admin API token
 //	xiaozhi-hub version                                   (also --version)
 //	xiaozhi-hub healthcheck [--url URL]                   exit 0 when /healthz answers 200
 package main
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return users(ctx, args[1:], stdout, stderr)
 		case "chat":
 			return runChat(ctx, args[1:], stdout, stderr)
+		case "token":
+			return tokenCommand(args[1:], stdout, stderr)
 		case "version":
 			fmt.Fprint(stdout, versionText())
 			return 0
@@ -55,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			usage(stdout)
 			return 0
 		default:
-			fmt.Fprintf(stderr, "unknown command %q: use serve (the default), devices, users, chat, healthcheck, version or help\n", args[0])
+			fmt.Fprintf(stderr, "unknown command %q: use serve (the default), devices, users, chat, token, healthcheck, version or help\n", args[0])
 			return 2
 		}
 	}
@@ -73,6 +76,7 @@ Commands:
   devices       approve, revoke or re-bind devices on a running hub (devices --help)
   users         add, list or remove the people of a running hub (users --help)
   chat          ask a running hub's agent, e.g. chat "打开客厅的灯" (chat --help)
+  token         print the admin API token (from --data-dir, or the api-token setting)
   healthcheck   GET /healthz of a running hub; exit 0 if healthy, 1 if not (healthcheck --help)
   version       print the version and the source revision it was built from (also --version)
   help          print this help
@@ -101,7 +105,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-	logStartup(h, cfg, log)
+	logStartup(h, cfg, log, stderr)
 	if cfg.Demo > 0 {
 		stopDemo, err := startDemo(ctx, h, cfg, log)
 		if err != nil {
@@ -148,10 +152,12 @@ func startDemo(ctx context.Context, h *server.Hub, cfg server.Config, log *slog.
 	return stop, nil
 }
 
-// logStartup says where the dashboard is and which outside services the
-// hub will use, so that an operator sees at once what is missing.
-func logStartup(h *server.Hub, cfg server.Config, log *slog.Logger) {
+// logStartup writes the banner for a person (writeBanner), then the
+// structured line saying where the dashboard is and which outside services
+// the hub will use, so that an operator sees at once what is missing.
+func logStartup(h *server.Hub, cfg server.Config, log *slog.Logger, stderr io.Writer) {
 	s := h.Startup()
+	writeBanner(stderr, s, cfg.DataDir)
 	log.Info("xiaozhi-hub ready", "version", server.Version, "dashboard", s.Dashboard,
 		"data", cfg.DataDir, "llm", s.LLM, "speech", s.Speech)
 }
