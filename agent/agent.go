@@ -67,7 +67,7 @@ func newAgent(reg *registry.Registry, cfg Config, p Provider, err error) *Agent 
 		cfg: cfg, provider: p, cfgErr: err,
 		cat: catalog.New(reg, catalog.Options{
 			AllowUserOnly: cfg.AllowUserOnly, DirectLimit: cfg.DirectLimit,
-			MaxResultBytes: cfg.MaxResultBytes, Caller: "agent",
+			MaxResultBytes: cfg.MaxResultBytes, Caller: "agent", Services: cfg.Services,
 		}),
 		sessions: newSessions(cfg.MaxSessions, cfg.MaxHistory, cfg.SessionTTL, cfg.Now),
 		runs:     newRunLog(cfg.RunLog),

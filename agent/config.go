@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/catalog"
 )
 
 // Providers.
@@ -54,6 +55,10 @@ type Config struct {
 	AllowUserOnly bool `yaml:"allow-user-only"`
 	// NoStream asks for whole responses instead of streams.
 	NoStream bool `yaml:"no-stream"`
+
+	// Services, if set, offers the services' tools beside the devices'
+	// (catalog.Options.Services).
+	Services catalog.Services `yaml:"-"`
 
 	HTTPClient *http.Client `yaml:"-"`
 	Logger     *slog.Logger `yaml:"-"`

@@ -130,7 +130,29 @@ func (a *Agent) systemPrompt(ctx context.Context, direct bool, speaker string) s
 		}
 		fmt.Fprintf(&b, "- %s (%s, id %s, %s)\n", name, room, d.ID, state)
 	}
+	a.describeServices(ctx, &b)
 	return b.String()
+}
+
+// describeServices lists the services the principal in ctx sees, for the
+// system prompt: the model reaches their tools as it reaches devices'.
+func (a *Agent) describeServices(ctx context.Context, b *strings.Builder) {
+	svcs := a.cat.Services(ctx)
+	if len(svcs) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "Services (outside tools beside the devices; search_devices finds them too, as device_id %s<name>):\n", catalog.ServicePrefix)
+	for i, s := range svcs {
+		if i == maxContextDevices {
+			fmt.Fprintf(b, "… and %d more (use search_devices)\n", len(svcs)-i)
+			break
+		}
+		state := "offline"
+		if s.Online {
+			state = "online"
+		}
+		fmt.Fprintf(b, "- %s (%d tools, %s)\n", s.Name, len(s.Tools), state)
+	}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
@@ -174,7 +175,7 @@ func (s *Server) listCalls(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
 	f := hub.CallFilter{DeviceID: hub.NormalizeDeviceID(q.Get("device")), Limit: limit, Seen: s.seenCalls(p)}
 	if f.DeviceID != "" {
-		if _, err := s.reg.DeviceAs(p, f.DeviceID); err != nil {
+		if err := s.seenTarget(p, f.DeviceID); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -233,8 +234,30 @@ func (s *Server) seenCalls(p *hub.Principal) *hub.SeenCalls {
 			v.Own = append(v.Own, d.ID)
 		}
 	}
+	// Of the services p sees, its own calls: a service's id is one a
+	// device could take too, so nobody is shown others' calls under it.
+	if s.services != nil {
+		for _, sv := range s.services.Services(p) {
+			v.Own = append(v.Own, serviceCallPrefix+sv.Name)
+		}
+	}
 	return v
 }
+
+// seenTarget checks that p sees the device, or the service ("service:"
+// and its name, as its calls are recorded), whose calls it asks for.
+func (s *Server) seenTarget(p *hub.Principal, id string) error {
+	if name, ok := strings.CutPrefix(id, serviceCallPrefix); ok && s.services != nil {
+		_, err := s.services.Service(p, name)
+		return err
+	}
+	_, err := s.reg.DeviceAs(p, id)
+	return err
+}
+
+// serviceCallPrefix starts the id a service's calls are recorded under
+// (services.CallDeviceID).
+const serviceCallPrefix = "service:"
 
 // parseLimit reads ?limit=; empty means 0, the store's default.
 func parseLimit(v string) (int, error) {

@@ -16,10 +16,7 @@ func (c *Catalog) build(d hub.Device, fp, key string, tools []hub.Tool, things [
 	dt := &deviceTools{dev: d, fp: fp, key: key, byName: map[string]int{}}
 	var out []Tool
 	for _, t := range c.visible(tools) {
-		schema, ok := objectSchema(t.InputSchema)
-		if t.Unchecked != "" {
-			schema, ok = uncheckedSchema(t.InputSchema), true
-		}
+		schema, ok := agentSchema(t)
 		if !ok {
 			continue // agents cannot call a tool whose arguments are not an object
 		}
@@ -35,29 +32,7 @@ func (c *Catalog) build(d hub.Device, fp, key string, tools []hub.Tool, things [
 		}
 	}
 	sortTools(out)
-
-	maxPart := MaxNameLen - len(key) - 1
-	kept := out[:0]
-	for _, t := range out {
-		target := t.Target
-		if t.Kind == KindIoTState {
-			target += ".get_state"
-		}
-		name := key + "_" + toolPart(target, maxPart, hashLen)
-		if _, taken := dt.byName[name]; taken {
-			// Two targets with one name (an MCP tool "Lamp.TurnOn" next to an
-			// IoT method, or a hash collision): the later one, in a fixed
-			// order, gets a longer hash of kind and target.
-			name = key + "_" + toolPart(string(t.Kind)+":"+target, maxPart, longLen)
-			if _, taken := dt.byName[name]; taken {
-				continue
-			}
-		}
-		t.Name = name
-		dt.byName[name] = len(kept)
-		kept = append(kept, t)
-	}
-	out = kept
+	out = nameTools(key, out, dt.byName)
 
 	rw := newRewriter(out)
 	prefix := deviceContext(d)
@@ -66,6 +41,33 @@ func (c *Catalog) build(d hub.Device, fp, key string, tools []hub.Tool, things [
 	}
 	dt.tools = out
 	return dt
+}
+
+// nameTools gives each tool (sorted by sortTools) its agent name, key and
+// its tool part, filling byName, and returns those named: two targets with
+// one name (an MCP tool "Lamp.TurnOn" next to an IoT method, or a hash
+// collision) are told apart by a longer hash of kind and target for the
+// later one, in a fixed order; a third is dropped.
+func nameTools(key string, tools []Tool, byName map[string]int) []Tool {
+	maxPart := MaxNameLen - len(key) - 1
+	kept := tools[:0]
+	for _, t := range tools {
+		target := t.Target
+		if t.Kind == KindIoTState {
+			target += ".get_state"
+		}
+		name := key + "_" + toolPart(target, maxPart, hashLen)
+		if _, taken := byName[name]; taken {
+			name = key + "_" + toolPart(string(t.Kind)+":"+target, maxPart, longLen)
+			if _, taken := byName[name]; taken {
+				continue
+			}
+		}
+		t.Name = name
+		byName[name] = len(kept)
+		kept = append(kept, t)
+	}
+	return kept
 }
 
 // deviceContext introduces a device in each of its tools' descriptions, since
@@ -79,6 +81,16 @@ func deviceContext(d hub.Device) string {
 		return fmt.Sprintf("%s in %s (device %s): ", name, d.Room, d.ID)
 	}
 	return fmt.Sprintf("%s (device %s): ", name, d.ID)
+}
+
+// agentSchema returns the inputSchema agents are given for a tool (see
+// objectSchema and uncheckedSchema), or false when its arguments are not an
+// object at all.
+func agentSchema(t hub.Tool) (json.RawMessage, bool) {
+	if t.Unchecked != "" {
+		return uncheckedSchema(t.InputSchema), true
+	}
+	return objectSchema(t.InputSchema)
 }
 
 // objectSchema returns a tool's inputSchema in a form both LLM APIs accept

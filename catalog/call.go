@@ -61,7 +61,13 @@ func (c *Catalog) Call(ctx context.Context, name string, args json.RawMessage) R
 // CallDeviceTool runs a device's tool named by its agent name or the
 // device's own name (MCP tool name, "Thing.Method", "Thing").
 func (c *Catalog) CallDeviceTool(ctx context.Context, deviceID, tool string, args json.RawMessage) Result {
-	t, _, err := c.resolve(ctx, deviceID, tool)
+	var t Tool
+	var err error
+	if name, ok := strings.CutPrefix(deviceID, ServicePrefix); ok && c.opts.Services != nil {
+		t, err = c.resolveService(ctx, name, tool)
+	} else {
+		t, _, err = c.resolve(ctx, deviceID, tool)
+	}
 	if err != nil {
 		return c.bound(errResult(err))
 	}
@@ -78,14 +84,21 @@ func (c *Catalog) run(ctx context.Context, t Tool, args json.RawMessage) Result 
 		r = c.sendIoT(ctx, t.DeviceID, []hub.IoTCommand{{Name: thing, Method: method, Parameters: args}})
 	case KindIoTState:
 		r = c.readState(t.DeviceID, t.Target)
+	case KindService:
+		r = c.callService(ctx, t, args)
 	}
 	r.DeviceID, r.Target = t.DeviceID, t.Target
 	return r
 }
 
 func (c *Catalog) callMCP(ctx context.Context, t Tool, args json.RawMessage) Result {
-	res, err := c.reg.CallTool(ctx, registry.CallRequest{DeviceID: t.DeviceID, Tool: t.Target, Arguments: args,
-		Timeout: c.opts.CallTimeout, Caller: c.opts.Caller})
+	return callResult(c.reg.CallTool(ctx, registry.CallRequest{DeviceID: t.DeviceID, Tool: t.Target, Arguments: args,
+		Timeout: c.opts.CallTimeout, Caller: c.opts.Caller}))
+}
+
+// callResult is an MCP tool's answer (a device's or a service's) as an
+// agent sees it.
+func callResult(res hub.CallResult, err error) Result {
 	if err != nil {
 		return errResult(err)
 	}

@@ -17,6 +17,13 @@
 // pass the context on, so the registry applies the principal's rights
 // (hub.Principal.MayCall) and records who asked. A context without a
 // principal is the hub's own work and sees every device.
+//
+// With Options.Services, the services' tools (outside MCP servers, package
+// services) are offered beside the devices': each under its own name
+// (ServiceKey: "scalc_calculator") while the catalog is small, and always
+// through search_devices, get_device and call_device_tool as device_id
+// "service:<name>". Which services a principal sees and may call is the
+// services' to say (services.Manager), asked with the principal each time.
 package catalog
 
 import (
@@ -44,6 +51,7 @@ const (
 	KindIoT      Kind = "iot"       // a method of a legacy IoT thing
 	KindIoTState Kind = "iot_state" // reads a thing's last reported state, without a device round trip
 	KindHub      Kind = "hub"       // one of the hub's own tools
+	KindService  Kind = "service"   // an MCP tool of a service (Options.Services)
 )
 
 // Tool is one tool offered to agents.
@@ -52,7 +60,10 @@ type Tool struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"` // a JSON Schema object with "type":"object"
 	Kind        Kind            `json:"kind"`
-	DeviceID    string          `json:"deviceId,omitempty"`
+	// DeviceID is the device's id, or ServicePrefix and the service's name.
+	DeviceID string `json:"deviceId,omitempty"`
+	// Service is the service's name, for a KindService tool.
+	Service string `json:"service,omitempty"`
 	// Target is the device's own name for the tool: the MCP tool name,
 	// "Thing.Method" for an IoT method, "Thing" for an IoT state tool.
 	Target   string `json:"target,omitempty"`
@@ -80,6 +91,13 @@ type Options struct {
 	Caller string
 	// CallTimeout bounds each device call (0: the registry's default).
 	CallTimeout time.Duration
+	// Services, if set, are offered beside the devices: each service's
+	// tools under their own names (ServiceKey) while the catalog is small
+	// enough for direct mode (services count as devices against
+	// DirectLimit, their tools against the tools' limit), and through
+	// search_devices, get_device and call_device_tool (device_id
+	// "service:<name>") always.
+	Services Services
 	// IoTWait is how long an IoT command waits for the device's next state
 	// report, to tell the agent the new state (default 1 s; negative: no
 	// wait). Legacy devices never acknowledge commands.
@@ -121,6 +139,12 @@ type Catalog struct {
 	// views are the devices of a set of homes (homesKey), as of the
 	// generation of devices; at most maxViews, emptied when full.
 	views map[string][]hub.Device
+
+	// The services' part (services.go), refreshed at their generation.
+	svcBuilt bool
+	svcGen   uint64
+	svcs     map[string]*serviceTools // by service name
+	svcKeys  map[string]string        // ServiceKey → service name
 }
 
 // maxViews bounds the cached views: one per distinct set of homes asking
@@ -156,6 +180,7 @@ func (c *Catalog) devicesFor(ctx context.Context) []hub.Device {
 	p := hub.PrincipalFrom(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.refreshServicesLocked()
 	all := c.refreshLocked()
 	if p == nil || p.Admin {
 		return all
@@ -248,7 +273,7 @@ func (c *Catalog) refreshLocked() []hub.Device {
 		}
 	}
 	if keysChanged {
-		c.index.Retain(func(id string) bool { return seen[id] })
+		c.index.Retain(func(id string) bool { return seen[id] || strings.HasPrefix(id, svcDocPrefix) })
 		c.assignKeysLocked()
 	}
 	return devs
@@ -310,14 +335,22 @@ func (c *Catalog) visible(tools []hub.Tool) []hub.Tool {
 
 // Direct reports whether agents are offered device tools directly (few
 // devices) rather than the hub tools.
-func (c *Catalog) Direct(ctx context.Context) bool { return c.direct(c.devicesFor(ctx)) }
+func (c *Catalog) Direct(ctx context.Context) bool { return c.direct(ctx, c.devicesFor(ctx)) }
 
-func (c *Catalog) direct(devs []hub.Device) bool {
+// direct decides the mode for the devices and the services the principal
+// in ctx sees (each service counts as a device).
+func (c *Catalog) direct(ctx context.Context, devs []hub.Device) bool {
 	if c.opts.DirectLimit < 0 {
 		return false
 	}
 	n, tools := 0, 0
 	c.mu.Lock()
+	for _, st := range c.servicesLocked(ctx) {
+		if c.offered(st) {
+			n++
+			tools += len(st.tools)
+		}
+	}
 	for _, d := range devs {
 		if d.Online || c.opts.IncludeOffline {
 			n++
@@ -339,13 +372,18 @@ const maxDirectTools = 100
 // tools. Sorted by name. Only the devices the principal in ctx sees count.
 func (c *Catalog) Tools(ctx context.Context) []Tool {
 	devs := c.devicesFor(ctx)
-	direct := c.direct(devs)
+	direct := c.direct(ctx, devs)
 	out := HubTools(direct)
 	if direct {
 		c.mu.Lock()
 		for _, d := range devs {
 			if dt := c.devs[d.ID]; dt != nil && (d.Online || c.opts.IncludeOffline) {
 				out = append(out, dt.tools...)
+			}
+		}
+		for _, st := range c.servicesLocked(ctx) {
+			if c.offered(st) {
+				out = append(out, st.tools...)
 			}
 		}
 		c.mu.Unlock()
@@ -390,6 +428,9 @@ func (c *Catalog) lookupCached(ctx context.Context, name string) (Tool, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if strings.HasPrefix(key, "s") {
+		return c.lookupServiceLocked(ctx, key, name)
+	}
 	dt := c.devs[c.keys[key]]
 	if dt == nil || !sees(ctx, dt.dev.Home) {
 		return Tool{}, false

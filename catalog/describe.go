@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
@@ -11,7 +12,9 @@ import (
 // DeviceInfo is a device as search_devices and get_device show it to an
 // agent.
 type DeviceInfo struct {
-	ID       string   `json:"device_id"`
+	ID string `json:"device_id"`
+	// Kind is "service" for a service (ID "service:<name>"), else empty.
+	Kind     string   `json:"kind,omitempty"`
 	Name     string   `json:"name"`
 	Room     string   `json:"room,omitempty"`
 	Aliases  []string `json:"aliases,omitempty"`
@@ -48,40 +51,57 @@ type ThingInfo struct {
 type SearchResult struct {
 	Results      []DeviceInfo `json:"results"`
 	TotalDevices int          `json:"total_devices"`
-	Hint         string       `json:"hint,omitempty"`
+	// TotalServices counts the services seen, when there are any.
+	TotalServices int    `json:"total_services,omitempty"`
+	Hint          string `json:"hint,omitempty"`
 }
 
 const searchDescLimit = 160 // characters of a tool description in search results
 
-// Search finds devices among those the principal in ctx sees (see package
-// search); an empty query lists them.
+// Search finds devices and services among those the principal in ctx
+// sees (see package search); an empty query lists them, devices first.
 func (c *Catalog) Search(ctx context.Context, query string, limit int) SearchResult {
 	if limit <= 0 {
 		limit = 5
 	}
 	devs := c.devicesFor(ctx)
-	direct := c.direct(devs)
-	out := SearchResult{Results: []DeviceInfo{}, TotalDevices: len(devs)}
+	direct := c.direct(ctx, devs)
+	c.mu.Lock()
+	svcs := c.servicesLocked(ctx)
+	c.mu.Unlock()
+	out := SearchResult{Results: []DeviceInfo{}, TotalDevices: len(devs), TotalServices: len(svcs)}
 	byID := make(map[string]hub.Device, len(devs))
 	for _, d := range devs {
 		byID[d.ID] = d
 	}
-	add := func(d hub.Device, score float64, why []string) {
-		info := c.info(d, direct, searchDescLimit, false)
+	bySvc := make(map[string]*serviceTools, len(svcs))
+	for _, st := range svcs {
+		bySvc[svcDocPrefix+st.view.Name] = st
+	}
+	add := func(id string, score float64, why []string) {
+		var info DeviceInfo
+		if d, ok := byID[id]; ok {
+			info = c.info(d, direct, searchDescLimit, false)
+		} else if st, ok := bySvc[id]; ok {
+			info = c.serviceInfo(st, direct, searchDescLimit)
+		} else {
+			return
+		}
 		info.Score, info.Matched = score, why
 		out.Results = append(out.Results, info)
 	}
 	if query == "" {
 		for _, d := range devs[:min(limit, len(devs))] {
-			add(d, 0, nil)
+			add(d.ID, 0, nil)
+		}
+		for _, st := range svcs[:min(limit-len(out.Results), len(svcs))] {
+			add(svcDocPrefix+st.view.Name, 0, nil)
 		}
 		return out
 	}
-	seen := func(id string) bool { _, ok := byID[id]; return ok }
+	seen := func(id string) bool { _, d := byID[id]; _, s := bySvc[id]; return d || s }
 	for _, r := range c.index.SearchWhere(query, limit, seen) {
-		if d, ok := byID[r.ID]; ok {
-			add(d, r.Score, r.Why)
-		}
+		add(r.ID, r.Score, r.Why)
 	}
 	if len(out.Results) == 0 {
 		out.Hint = "no device matched; try a room and a kind of device (\"客厅 灯\", \"bedroom lamp\"), or an empty query to list devices"
@@ -93,9 +113,17 @@ func (c *Catalog) Search(ctx context.Context, query string, limit int) SearchRes
 // principal in ctx sees it.
 func (c *Catalog) Describe(ctx context.Context, id string) (DeviceInfo, error) {
 	devs := c.devicesFor(ctx)
+	if name, ok := strings.CutPrefix(id, ServicePrefix); ok && c.opts.Services != nil {
+		c.mu.Lock()
+		st := c.serviceLocked(ctx, name)
+		c.mu.Unlock()
+		if st != nil {
+			return c.serviceInfo(st, c.direct(ctx, devs), 0), nil
+		}
+	}
 	for _, d := range devs {
 		if d.ID == id {
-			return c.info(d, c.direct(devs), 0, true), nil
+			return c.info(d, c.direct(ctx, devs), 0, true), nil
 		}
 	}
 	return DeviceInfo{}, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub (search_devices finds device ids)", id)

@@ -20,7 +20,8 @@ var hubTools = map[string]Tool{
 		Name: ToolSearchDevices, Kind: KindHub,
 		Description: "Find smart-home devices by what people call them: name, room, alias or kind of device, in any language " +
 			"(e.g. \"客厅 灯\", \"bedroom air conditioner\", \"speaker\"). Returns the best matches first, each with its device_id, " +
-			"room, online state, why it matched, and the tools it offers with their parameters. An empty query lists devices.",
+			"room, online state, why it matched, and the tools it offers with their parameters. An empty query lists devices. " +
+			"Services (outside tools such as a calculator or weather) are found the same way, with a device_id that starts with \"service:\".",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"query":{"type":"string","description":"what to look for, e.g. a room and a kind of device: \"客厅 灯\""},` +
 			`"limit":{"type":"integer","minimum":1,"maximum":20,"default":5,"description":"how many devices to return (default 5)"}},` +

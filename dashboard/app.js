@@ -737,6 +737,7 @@ function later(name, fn) {
 
 function onEvent(ev) {
   showEvent(ev);
+  servicesOnEvent(ev); // services.js
   switch (ev.type) {
     case "call_finished": later("calls", loadCalls); return;
     case "device_message": case "protocol_error": return;
@@ -778,6 +779,7 @@ async function refresh() {
     await loadDevices();
     live($("status"), () => t("status.connected"));
     loadPeople().catch(() => {});
+    loadServices().catch(() => {}); // services.js
     loadSettings().catch(() => {});
     if (me.admin) loadActivations();
     loadMCP();

@@ -10,8 +10,8 @@
 // and sees every user, home and device.
 //
 // The page is written as six files (index.html, style.css, i18n.js,
-// app.js, people.js, assistant.js: the live settings, and a device's
-// persona and memory) and served as one document, the style and scripts inlined, so
+// app.js, people.js, services.js, assistant.js: the live settings, and
+// the persona and memory of a device and of a home) and served as one document, the style and scripts inlined, so
 // nothing is fetched but the API and nothing is downloaded from elsewhere.
 package dashboard
 
@@ -34,6 +34,8 @@ var (
 	people string
 	//go:embed assistant.js
 	assistant string
+	//go:embed services.js
+	servicesJS string
 	//go:embed device.html
 	device []byte
 	//go:embed consent.html
@@ -47,6 +49,7 @@ var page = []byte(strings.NewReplacer(
 	"/*APP*/", app,
 	"/*PEOPLE*/", people,
 	"/*ASSISTANT*/", assistant,
+	"/*SERVICES*/", servicesJS,
 ).Replace(shell))
 
 // Handler serves the page. It needs no token: it holds no data.

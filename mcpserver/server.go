@@ -80,6 +80,10 @@ type Options struct {
 	// who loses a home loses its tools at once
 	// (notifications/tools/list_changed), before their next request.
 	People People
+	// Services, if set, are offered beside the devices (catalog.Options.Services);
+	// their changes (a service created, deleted, going on- or offline, new
+	// tools) update the sessions' lists as the devices' do.
+	Services catalog.Services
 	// Version is reported to clients in serverInfo.
 	Version string
 	Logger  *slog.Logger
@@ -122,7 +126,8 @@ type Server struct {
 const instructions = `This server controls the xiaozhi voice devices (smart speakers, lamps and other ESP32 gadgets) known to a xiaozhi-hub.
 Find devices with search_devices (by room and kind of device, in any language, e.g. "客厅 灯"), inspect one with get_device, then call its tools.
 Device tools check their arguments against the tool's schema; errors come back as tool results that say what to fix.
-Devices can be offline: calls to them then fail until they reconnect.`
+Devices can be offline: calls to them then fail until they reconnect.
+Services (outside tools such as a calculator) are offered the same way: their tools' names start with "s", and search_devices finds them as device_id "service:<name>".`
 
 // New returns an MCP server over reg. It starts nothing: it follows the
 // registry's changes from its first request on (before that, no MCP client
@@ -151,7 +156,7 @@ func New(reg *registry.Registry, opts Options) *Server {
 		log:  opts.Logger,
 		cat: catalog.New(reg, catalog.Options{
 			AllowUserOnly: opts.AllowUserOnly, DirectLimit: opts.DirectLimit, IncludeOffline: opts.IncludeOffline,
-			MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp",
+			MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp", Services: opts.Services,
 		}),
 		reg:      reg,
 		sessions: map[string]*session{},
@@ -266,14 +271,20 @@ func (s *Server) watch() {
 	timer.Stop()
 	defer timer.Stop()
 	seen := s.reg.ToolsGeneration()
-	var people <-chan struct{} // nil (never ready) without People
-	var peopleSeen uint64
+	var people, svcs <-chan struct{} // nil (never ready) without People, Services
+	var peopleSeen, svcSeen uint64
 	if s.opts.People != nil {
 		peopleSeen = s.opts.People.Generation()
+	}
+	if s.opts.Services != nil {
+		svcSeen = s.opts.Services.Generation()
 	}
 	for {
 		if s.opts.People != nil {
 			people = s.opts.People.Changed(peopleSeen)
+		}
+		if s.opts.Services != nil {
+			svcs = s.opts.Services.Changed(svcSeen)
 		}
 		select {
 		case <-s.quit:
@@ -285,6 +296,7 @@ func (s *Server) watch() {
 			}
 			continue
 		case <-s.reg.ToolsChanged(seen):
+		case <-svcs:
 		}
 		timer.Reset(s.opts.Debounce)
 		select {
@@ -293,6 +305,9 @@ func (s *Server) watch() {
 		case <-timer.C:
 		}
 		seen = s.reg.ToolsGeneration()
+		if s.opts.Services != nil {
+			svcSeen = s.opts.Services.Generation()
+		}
 		s.openMu.Lock()
 		s.sweep()
 		s.openMu.Unlock()
@@ -312,6 +327,9 @@ func title(t catalog.Tool) string {
 		return "Call a device tool"
 	case catalog.ToolSendIoTCommands:
 		return "Send IoT commands"
+	}
+	if t.Kind == catalog.KindService {
+		return t.Target + " · service " + t.Service
 	}
 	return t.Target + " · " + t.DeviceID
 }

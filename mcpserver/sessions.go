@@ -27,7 +27,7 @@ type session struct {
 
 	mu      sync.Mutex        // serialises syncs, so an older list never replaces a newer one
 	exposed map[string]string // tool name → fingerprint of what was added
-	synced  uint64            // the registry's tools generation of exposed
+	synced  uint64            // toolsGeneration of exposed
 	view    string            // catalog.ViewKey of the principal exposed was computed for
 	built   bool
 }
@@ -156,7 +156,7 @@ func (s *Server) relook(ss *session) {
 func (s *Server) sync(ss *session) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	gen := s.reg.ToolsGeneration() // before reading: a later change syncs again
+	gen := s.toolsGeneration() // before reading: a later change syncs again
 	p := ss.p.Load()
 	view := catalog.ViewKey(p)
 	if ss.built && ss.synced == gen && ss.view == view {
@@ -189,6 +189,16 @@ func (s *Server) sync(ss *session) {
 		ss.exposed[name] = fp
 	}
 	ss.synced, ss.view, ss.built = gen, view, true
+}
+
+// toolsGeneration changes whenever the devices' tools or the services'
+// do: the sum of two counters that only grow.
+func (s *Server) toolsGeneration() uint64 {
+	gen := s.reg.ToolsGeneration()
+	if s.opts.Services != nil {
+		gen += s.opts.Services.Generation()
+	}
+	return gen
 }
 
 // add registers one tool in a session, turning the SDK's panic on a schema

@@ -143,7 +143,7 @@ func (h *Hub) openServices(vopts voice.Options) error {
 	cfg, reg, m := h.cfg, h.Registry, h.Metrics
 	// The agent's model is the live settings' (live.go): it follows them.
 	h.agent = agent.NewWithProvider(reg, agent.Config{
-		Model: h.live.Current().Agent.Model, DirectLimit: cfg.MCPDirectLimit, Logger: h.log.With("component", "agent"), Shared: sharedHistory(h.cluster),
+		Model: h.live.Current().Agent.Model, DirectLimit: cfg.MCPDirectLimit, Services: h.services, Logger: h.log.With("component", "agent"), Shared: sharedHistory(h.cluster),
 		OnRun: func(r agent.RunRecord) {
 			m.AgentRun(r.Outcome, r.DurationMs/1000, r.Usage.InputTokens, r.Usage.OutputTokens)
 		},
@@ -152,7 +152,7 @@ func (h *Hub) openServices(vopts voice.Options) error {
 	h.mcp = mcpserver.New(reg, mcpserver.Options{
 		DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: h.log.With("component", "mcp"),
 		MaxSessions: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout, WriteTimeout: cfg.SSEWriteTimeout,
-		People: h.accounts,
+		People: h.accounts, Services: h.services,
 	})
 	h.closeMCP = sync.OnceFunc(h.mcp.Close)
 	h.closers.pushf(h.closeMCP)

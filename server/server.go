@@ -102,10 +102,11 @@ func OpenWithSources(ctx context.Context, cfg Config, sources map[string]string,
 		h.openTrust,    // the device-auth policy (OTA), OAuth for /mcp
 		h.openAccounts, // users, homes and their tokens (accounts.go)
 		h.loadRegistry, // and the cluster's watch of the shared state
-		h.openLive,     // live settings, personas and memory (live.go)
-		func(context.Context) error { return h.openServices(vopts) }, // agent, /mcp, voice, device endpoint
-		// outside MCP tools: endpoints, mcp-servers (services.go)
+		h.openLive, // live settings, personas and memory (live.go)
+		// outside MCP tools: endpoints, mcp-servers (services.go); before
+		// the agent and /mcp, which offer their tools
 		h.openToolServices,
+		func(context.Context) error { return h.openServices(vopts) }, // agent, /mcp, voice, device endpoint
 		h.wireMQTT,  // the MQTT devices' sessions on the device endpoint
 		h.listen,    // HTTP, so that a bad address fails here
 		h.startMQTT, // devices on MQTT are served from here on

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -32,6 +33,7 @@ type providers struct {
 	t        *testing.T
 	srv      *httptest.Server
 	lampTool string
+	args     string // the arguments the model calls lampTool with (default {})
 	mu       sync.Mutex
 	heardMs  int      // length of the audio the recognizer received
 	system   string   // the model's system prompt
@@ -101,7 +103,8 @@ func (p *providers) serve(w http.ResponseWriter, r *http.Request) {
 			w.(http.Flusher).Flush()
 		}
 		if req.Messages[len(req.Messages)-1].Role != "tool" {
-			chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"`+p.lampTool+`","arguments":"{}"}}]}`, "")
+			args, _ := json.Marshal(cmp.Or(p.args, "{}"))
+			chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"`+p.lampTool+`","arguments":`+string(args)+`}}]}`, "")
 			chunk(`{}`, "tool_calls")
 		} else {
 			for _, piece := range []string{"好的，", "客厅的灯", "已经打开了。"} {
