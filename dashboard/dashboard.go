@@ -9,7 +9,7 @@
 // may instead paste the admin token, kept in the browser's local storage,
 // and sees every user, home and device.
 //
-// The page is written as six files (index.html, style.css, i18n.js,
+// The page is written as seven files (index.html, style.css, i18n.js,
 // app.js, people.js, services.js, assistant.js: the live settings, and
 // the persona and memory of a device and of a home) and served as one document, the style and scripts inlined, so
 // nothing is fetched but the API and nothing is downloaded from elsewhere.

@@ -102,7 +102,7 @@ func OpenWithSources(ctx context.Context, cfg Config, sources map[string]string,
 		h.openTrust,    // the device-auth policy (OTA), OAuth for /mcp
 		h.openAccounts, // users, homes and their tokens (accounts.go)
 		h.loadRegistry, // and the cluster's watch of the shared state
-		h.openLive, // live settings, personas and memory (live.go)
+		h.openLive,     // live settings, personas and memory (live.go)
 		// outside MCP tools: endpoints, mcp-servers (services.go); before
 		// the agent and /mcp, which offer their tools
 		h.openToolServices,
