@@ -55,3 +55,9 @@ type ServiceCall struct {
 	Timeout time.Duration
 	Caller  string // "api", "agent", "mcp", "voice"
 }
+
+// ServicePrefix starts the name under which an outside MCP service's
+// calls are recorded in the call history (CallRecord.DeviceID
+// "service:calc"); no device id may start with it (protocol refuses
+// one), so that no device can pose as a service or read its calls.
+const ServicePrefix = "service:"

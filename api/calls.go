@@ -238,7 +238,7 @@ func (s *Server) seenCalls(p *hub.Principal) *hub.SeenCalls {
 	// device could take too, so nobody is shown others' calls under it.
 	if s.services != nil {
 		for _, sv := range s.services.Services(p) {
-			v.Own = append(v.Own, serviceCallPrefix+sv.Name)
+			v.Own = append(v.Own, hub.ServicePrefix+sv.Name)
 		}
 	}
 	return v
@@ -247,17 +247,13 @@ func (s *Server) seenCalls(p *hub.Principal) *hub.SeenCalls {
 // seenTarget checks that p sees the device, or the service ("service:"
 // and its name, as its calls are recorded), whose calls it asks for.
 func (s *Server) seenTarget(p *hub.Principal, id string) error {
-	if name, ok := strings.CutPrefix(id, serviceCallPrefix); ok && s.services != nil {
+	if name, ok := strings.CutPrefix(id, hub.ServicePrefix); ok && s.services != nil {
 		_, err := s.services.Service(p, name)
 		return err
 	}
 	_, err := s.reg.DeviceAs(p, id)
 	return err
 }
-
-// serviceCallPrefix starts the id a service's calls are recorded under
-// (services.CallDeviceID).
-const serviceCallPrefix = "service:"
 
 // parseLimit reads ?limit=; empty means 0, the store's default.
 func parseLimit(v string) (int, error) {

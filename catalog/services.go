@@ -32,7 +32,7 @@ type Services interface {
 // ServicePrefix starts the device_id under which agents see a service (in
 // search_devices, get_device and call_device_tool) and under which its
 // calls are recorded: "service:calc".
-const ServicePrefix = "service:"
+const ServicePrefix = hub.ServicePrefix
 
 // svcDocPrefix starts a service's id in the search index: a NUL, which no
 // device id contains, so that a device cannot pose as a service there.

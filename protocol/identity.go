@@ -75,6 +75,9 @@ func checkDeviceID(s string) error {
 	if len(s) > 64 {
 		return hub.Errorf(hub.EBADREQUEST, "device id is longer than 64 characters")
 	}
+	if len(s) >= len(hub.ServicePrefix) && strings.EqualFold(s[:len(hub.ServicePrefix)], hub.ServicePrefix) {
+		return hub.Errorf(hub.EBADREQUEST, "device id %q may not start with %q: the call history names outside MCP services so", s, hub.ServicePrefix)
+	}
 	for _, c := range s {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(":._-", c)
 		if !ok {

@@ -37,6 +37,7 @@ func TestParseIdentity(t *testing.T) {
 		t.Fatalf("token with a space: %q", id.Token)
 	}
 	for name, target := range map[string]string{
+		"a service's name": "/xiaozhi/v1/?device-id=Service:calc",
 		"missing id":       "/xiaozhi/v1/",
 		"quote in id":      `/xiaozhi/v1/?device-id=a"b`,
 		"slash in id":      "/xiaozhi/v1/?device-id=a%2Fb",

@@ -2,8 +2,8 @@ package server_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"go/token"
 	"go/types"
 	"slices"

@@ -12,7 +12,7 @@ import (
 
 // CallDeviceID is what a service's calls are recorded under in the call
 // history (hub.CallRecord.DeviceID): "service:" and its name.
-func CallDeviceID(name string) string { return "service:" + name }
+func CallDeviceID(name string) string { return hub.ServicePrefix + name }
 
 // CallService runs a service's tool with the rights of the principal in
 // ctx: a service it does not see is ENOTFOUND exactly as an unknown one;
