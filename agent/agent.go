@@ -176,7 +176,11 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
 	start := a.cfg.Now()
-	rec := RunRecord{Session: session, By: by, User: user, Input: message, Provider: a.provider.Name(), Model: a.cfg.Model, Started: start}
+	model := a.cfg.Model
+	if m, ok := a.provider.(interface{ Model() string }); ok { // a provider that follows settings (livesettings.LLM)
+		model = m.Model()
+	}
+	rec := RunRecord{Session: session, By: by, User: user, Input: message, Provider: a.provider.Name(), Model: model, Started: start}
 	msgs := append(s.history(), Message{Role: RoleUser, Text: message})
 
 	var final strings.Builder
@@ -189,7 +193,7 @@ func (a *Agent) run(ctx context.Context, session, message, speaker string, emit 
 		}
 		rec.Steps = step
 		tools, direct := a.tools(ctx)
-		req := Request{Model: a.cfg.Model, System: a.systemPrompt(ctx, direct, speaker), MaxTokens: a.cfg.MaxTokens, Messages: msgs, Tools: tools}
+		req := Request{Model: model, System: a.systemPrompt(ctx, direct, speaker), MaxTokens: a.cfg.MaxTokens, Messages: msgs, Tools: tools}
 		var onText func(string)
 		if !a.cfg.NoStream {
 			onText = func(t string) { send(Event{Type: EventText, Step: step, Text: t}) }

@@ -107,6 +107,10 @@ type Options struct {
 	Accounts Accounts
 	// Services serves /api/services (outside MCP tools); nil: 503.
 	Services Services
+	// Settings serves /api/settings (live settings, admin); nil: 503.
+	Settings Settings
+	// Personas serves the persona and memory routes; nil: 503.
+	Personas Personas
 }
 
 // Server is the HTTP API over a Registry. Mount it with Register.
@@ -119,6 +123,8 @@ type Server struct {
 	cluster   func() ClusterInfo
 	accounts  Accounts
 	services  Services
+	settings  Settings
+	personas  Personas
 	binds     *bindLimit
 	token     string
 	metrics   *metrics.Metrics
@@ -158,6 +164,8 @@ func New(opts Options) *Server {
 		cluster:   opts.Cluster,
 		accounts:  opts.Accounts,
 		services:  opts.Services,
+		settings:  opts.Settings,
+		personas:  opts.Personas,
 		binds:     newBindLimit(),
 		token:     opts.Token,
 		metrics:   opts.Metrics,
@@ -185,7 +193,7 @@ type methodHandler struct {
 func (s *Server) apiRoutes() []route {
 	var all []route
 	for _, rs := range [][]route{s.deviceRoutes(), s.callRoutes(), s.eventRoutes(), s.trustRoutes(), s.agentRoutes(), s.oauthRoutes(), s.clusterRoutes(),
-		s.serviceRoutes(), s.peopleRoutes(), s.homeRoutes()} {
+		s.serviceRoutes(), s.peopleRoutes(), s.homeRoutes(), s.settingsRoutes(), s.personaRoutes()} {
 		all = append(all, rs...)
 	}
 	return append(all, route{"/api/openapi.json", []methodHandler{{"GET", s.serveOpenAPI}}})

@@ -416,7 +416,7 @@ function buildDetail(id) {
   revoke.hidden = del.hidden = !mayOwn(home); // an owner's (or the admin's)
   $("detail").replaceChildren(el("h2", {}, d.dot, " ", d.title), d.meta, form,
     el("div", { class: "row manage", style: "margin-top:8px", hidden: !manage && "" }, revoke, rebind, del, d.transport, leaveButton(id, home, d.out)),
-    d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox);
+    d.err, d.toolsHead, d.toolsBox, d.thingsHead, d.thingsBox, assistantPanel(id, manage));
   detail = d;
 }
 
@@ -780,6 +780,7 @@ async function refresh() {
     live($("status"), () => t("status.connected"));
     loadPeople().catch(() => {});
     loadServices().catch(() => {}); // services.js
+    loadSettings().catch(() => {});
     if (me.admin) loadActivations();
     loadMCP();
     loadCluster();

@@ -9,8 +9,9 @@
 // may instead paste the admin token, kept in the browser's local storage,
 // and sees every user, home and device.
 //
-// The page is written as six files (index.html, style.css, i18n.js,
-// app.js, people.js, services.js) and served as one document, the style and scripts inlined, so
+// The page is written as seven files (index.html, style.css, i18n.js,
+// app.js, people.js, services.js, assistant.js: the live settings, and
+// the persona and memory of a device and of a home) and served as one document, the style and scripts inlined, so
 // nothing is fetched but the API and nothing is downloaded from elsewhere.
 package dashboard
 
@@ -31,6 +32,8 @@ var (
 	app string
 	//go:embed people.js
 	people string
+	//go:embed assistant.js
+	assistant string
 	//go:embed services.js
 	servicesJS string
 	//go:embed device.html
@@ -45,6 +48,7 @@ var page = []byte(strings.NewReplacer(
 	"/*I18N*/", i18n,
 	"/*APP*/", app,
 	"/*PEOPLE*/", people,
+	"/*ASSISTANT*/", assistant,
 	"/*SERVICES*/", servicesJS,
 ).Replace(shell))
 

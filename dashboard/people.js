@@ -154,6 +154,7 @@ async function renderHome() {
   $("addDevice").hidden = $("addDeviceHelp").hidden = !mayManage(id);
   $("leaveHome").hidden = me.admin || owner;
   $("deleteHome").hidden = !owner;
+  homePersona(id, mayManage(id)); // assistant.js
   let view = h;
   try { view = await api("GET", "/api/homes/" + enc(id)); } catch (e) { if (e.status !== 404) alertIn($("homeOut"), e); }
   if (chosenHome !== id) return;

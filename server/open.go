@@ -141,13 +141,13 @@ func (h *Hub) loadRegistry(ctx context.Context) error {
 // device endpoint; none starts anything before it is used.
 func (h *Hub) openServices(vopts voice.Options) error {
 	cfg, reg, m := h.cfg, h.Registry, h.Metrics
-	h.agent = agent.New(reg, agent.Config{
-		Provider: cfg.AgentProvider, Model: cfg.AgentModel, APIKey: cfg.AgentAPIKey, BaseURL: cfg.AgentBaseURL,
-		AuthToken: cfg.AgentAuthToken, DirectLimit: cfg.MCPDirectLimit, Services: h.services, Logger: h.log.With("component", "agent"), Shared: sharedHistory(h.cluster),
+	// The agent's model is the live settings' (live.go): it follows them.
+	h.agent = agent.NewWithProvider(reg, agent.Config{
+		Model: h.live.Current().Agent.Model, DirectLimit: cfg.MCPDirectLimit, Services: h.services, Logger: h.log.With("component", "agent"), Shared: sharedHistory(h.cluster),
 		OnRun: func(r agent.RunRecord) {
 			m.AgentRun(r.Outcome, r.DurationMs/1000, r.Usage.InputTokens, r.Usage.OutputTokens)
 		},
-	})
+	}, h.live.LLM())
 	h.closers.pushf(h.agent.Close)
 	h.mcp = mcpserver.New(reg, mcpserver.Options{
 		DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: h.log.With("component", "mcp"),
@@ -161,19 +161,16 @@ func (h *Hub) openServices(vopts voice.Options) error {
 		m.VoiceTurn(r.Outcome, r.RecognitionMs/1000, r.FirstSentenceMs/1000, r.FirstAudioMs/1000)
 		reg.Record(hub.EventVoiceTurn, r.DeviceID, r)
 	}
-	vopts.VoiceOf = func(id string) string { // a person's choice for the device (PATCH voice)
-		if d, err := reg.Device(id); err == nil {
-			return d.Voice
-		}
-		return ""
-	}
+	brain := personaBrain{next: vopts.Brain, llm: h.live.LLM(), reg: reg, personas: h.personas, voices: &sync.Map{}}
+	vopts.Brain, vopts.Parts = brain, h.liveParts
+	vopts.VoiceOf = brain.voiceOf // a person's choice for the device (PATCH voice), else its persona's
 	vopts.LanguageOf = h.trust.Language
 	h.voice = voice.New(vopts)
 	h.closers.pushf(h.voice.Close) // after the sessions: they close their conversations
 	h.devices = session.New(session.Options{
 		Registry: reg, Authorize: h.trust.Authorize, Logger: h.log.With("component", "device"),
 		Metrics: m, Vision: cfg.Vision(), OriginPatterns: cfg.DeviceOrigins, Version: Version,
-		Voice: voiceConversations{h.voice}, Refusals: h.refusals,
+		Voice: rememberingConversations{voiceConversations{h.voice}, h.personas.Ended}, Refusals: h.refusals,
 	})
 	h.closers.pushf(h.devices.Close)
 	h.exportMetrics()
@@ -259,7 +256,8 @@ func (h *Hub) routes() *http.ServeMux {
 	api.New(api.Options{
 		Registry: h.Registry, Token: h.Token, Metrics: h.Metrics, Logger: h.log.With("component", "api"), Ready: ready,
 		MaxStreams: h.cfg.SSEMaxStreams, StreamWriteTimeout: h.cfg.SSEWriteTimeout,
-		Trust: h.trust, Agent: h.agent, MCP: h.mcp, OAuth: authAPI, Cluster: h.clusterInfo(), Accounts: h.accounts, Services: h.services,
+		Trust: h.trust, Agent: liveAgent{h.agent, h.live.LLM()}, MCP: h.mcp, OAuth: authAPI, Cluster: h.clusterInfo(), Accounts: h.accounts, Services: h.services,
+		Settings: h.live, Personas: h.personas,
 	}).Register(mux)
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.Handle("GET /device", dashboard.DeviceHandler())

@@ -15,10 +15,12 @@ import (
 	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/internal/datadir"
 	"github.com/xiaozhi-hub/hub/internal/refusals"
+	"github.com/xiaozhi-hub/hub/livesettings"
 	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/metrics"
 	"github.com/xiaozhi-hub/hub/oauth"
 	"github.com/xiaozhi-hub/hub/ota"
+	"github.com/xiaozhi-hub/hub/persona"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/services"
 	"github.com/xiaozhi-hub/hub/session"
@@ -44,6 +46,9 @@ type Hub struct {
 	accounts *accounts.Service
 	services *services.Manager // outside MCP tools (services.go)
 	agent    *agent.Agent
+	live     *livesettings.Service // settings changed while running (live.go)
+	personas *persona.Service      // the assistant's persona and memory per device
+	sources  map[string]string     // where each setting came from (config.Sources)
 	mcp      *mcpserver.Server
 	closeMCP func() // once: ending the HTTP server and closing the MCP server both need it
 	voice    *voice.Engine
@@ -66,6 +71,14 @@ type Hub struct {
 // Open opens the data directory and the store, loads the registry and
 // starts listening (so that Addr is known, and a bad address fails here).
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
+	return OpenWithSources(ctx, cfg, nil, log)
+}
+
+// OpenWithSources is Open for a hub that knows where each setting came
+// from (config.Sources: the command's flags, environment and file), which
+// the live settings show and by which a flag's value stays fixed; with
+// nil, a value other than the default counts as the config file's.
+func OpenWithSources(ctx context.Context, cfg Config, sources map[string]string, log *slog.Logger) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -73,7 +86,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	h := &Hub{cfg: cfg.WithInProcessToken(), log: log, Metrics: metrics.New(), refusals: &refusals.Reports{}}
+	h := &Hub{cfg: cfg.WithInProcessToken(), log: log, Metrics: metrics.New(), refusals: &refusals.Reports{}, sources: sources}
 	// Each step pushes the closers of what it starts; a failed step, and
 	// Close, run them in reverse. The steps are thus the shutdown order
 	// read backwards: HTTP ends first; MQTT devices go offline with the
@@ -89,6 +102,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Hub, error) {
 		h.openTrust,    // the device-auth policy (OTA), OAuth for /mcp
 		h.openAccounts, // users, homes and their tokens (accounts.go)
 		h.loadRegistry, // and the cluster's watch of the shared state
+		h.openLive,     // live settings, personas and memory (live.go)
 		// outside MCP tools: endpoints, mcp-servers (services.go); before
 		// the agent and /mcp, which offer their tools
 		h.openToolServices,

@@ -25,7 +25,8 @@ type Startup struct {
 
 // Startup describes the running hub for the startup banner and log.
 func (h *Hub) Startup() Startup {
-	s := Startup{Dashboard: h.URL() + "/", LLM: config.LLMSummary(h.agent.Config(), h.agent.Ready()), Speech: h.cfg.SpeechSummary()}
+	cur := h.live.Current() // the live settings in force (live.go)
+	s := Startup{Dashboard: h.URL() + "/", LLM: config.LLMSummary(cur.Agent, cur.LLMErr), Speech: cur.Config.SpeechSummary()}
 	addrs, _ := net.InterfaceAddrs() // none: only localhost is shown
 	s.URLs = ReachableURLs(h.cfg.PublicURL, h.ln.Addr().String(), addrs)
 	if h.cfg.APIToken == "" {

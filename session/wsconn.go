@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -68,16 +69,36 @@ func (w *wsConn) Negotiate(_ string, h protocol.ClientHello) (Negotiated, error)
 }
 
 func (w *wsConn) WriteText(ctx context.Context, data []byte) error {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	return w.c.Write(ctx, websocket.MessageText, data)
+	return w.write(ctx, websocket.MessageText, data)
 }
 
 func (w *wsConn) WriteAudio(ctx context.Context, f AudioFrame) error {
-	frame := protocol.AppendAudioFrame(nil, w.version, f.Timestamp, f.Data)
+	return w.write(ctx, websocket.MessageBinary, protocol.AppendAudioFrame(nil, w.version, f.Timestamp, f.Data))
+}
+
+// maxWrite bounds a write whose context has no deadline: a device that
+// stops reading is closed after it rather than holding its writer.
+const maxWrite = 10 * time.Second
+
+// write sends one message. The WebSocket library closes the whole
+// connection when a write's context ends mid-write, so a turn that is
+// aborted (its context cancelled) would take the device's connection with
+// it: a write that starts is given the caller's deadline (or maxWrite)
+// but not its cancellation, and a write whose context has already ended
+// does not start.
+func (w *wsConn) write(ctx context.Context, typ websocket.MessageType, data []byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	return w.c.Write(ctx, websocket.MessageBinary, frame)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(maxWrite)
+	}
+	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	return w.c.Write(wctx, typ, data)
 }
 
 func (w *wsConn) Close(code CloseCode, reason string) {

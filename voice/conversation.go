@@ -59,15 +59,20 @@ type Conversation struct {
 	t          *turn      // the answer in progress
 	last       *turn      // the latest turn, until it has ended: the next utterance waits for it
 	quietUntil time.Time
+	// silenceFor and hubLanguage are the engine's parts as they were when
+	// the conversation opened (Options.Parts).
+	silenceFor  time.Duration
+	hubLanguage string
 
 	Dropped  atomic.Uint64 // uplink frames dropped (behind, or not listening)
 	BadAudio atomic.Uint64 // frames that did not decode
 }
 
 func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
+	parts := e.parts()
 	c := &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out, opened: time.Now(),
-		missing: e.missing()}
-	c.quietUntil = c.opened.Add(e.opts.Silence)
+		missing: e.missing(parts), silenceFor: parts.Silence, hubLanguage: parts.Language}
+	c.quietUntil = c.opened.Add(c.silenceFor)
 	return c
 }
 
@@ -80,7 +85,7 @@ func (c *Conversation) resolve() {
 		}
 		c.says = c.language
 		if c.says == "" {
-			c.says = c.e.opts.Language
+			c.says = c.hubLanguage
 		}
 	})
 }
@@ -213,11 +218,11 @@ func (c *Conversation) silent() {
 	}
 	t := c.end()
 	c.mu.Unlock()
-	c.out.End("no speech for " + c.e.opts.Silence.String())
+	c.out.End("no speech for " + c.silenceFor.String())
 	if t != nil {
 		t.cancel()
 	}
 }
 
 // heard pushes the silence limit back from now. c.mu is held.
-func (c *Conversation) heard(now time.Time) { c.quietUntil = now.Add(c.e.opts.Silence) }
+func (c *Conversation) heard(now time.Time) { c.quietUntil = now.Add(c.silenceFor) }

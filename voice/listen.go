@@ -174,11 +174,16 @@ func (c *Conversation) recognize(u *utterance, prev *turn) {
 	if prev != nil {
 		<-prev.done // its tts stop and record come before anything of this turn
 	}
+	parts := c.e.parts()
 	hint := c.language
-	if c.e.opts.Language != "" {
+	if parts.Language != "" {
 		hint = "" // the hub's setting (asr-language) wins: the provider applies it
 	}
-	rec, err := c.e.opts.Recognizer.Start(u.ctx, hint)
+	var rec Recognition
+	err := ErrNotConfigured // the recognizer was taken away since the conversation opened
+	if parts.Recognizer != nil {
+		rec, err = parts.Recognizer.Start(u.ctx, hint)
+	}
 	if err != nil {
 		if u.ctx.Err() == nil {
 			c.e.log.Warn("speech recognition unavailable", "device", c.deviceID, "err", err)

@@ -262,16 +262,17 @@ func (c *Conversation) newDownlink(t *turn) *downlink {
 
 // speak synthesises text and sends it as paced Opus frames.
 func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text string) error {
-	if c.e.opts.Synthesizer == nil {
+	parts := c.e.parts()
+	if parts.Synthesizer == nil {
 		return nil
 	}
-	voice := c.e.opts.Voice
+	voice := parts.Voice
 	if c.e.opts.VoiceOf != nil {
 		if v := c.e.opts.VoiceOf(c.deviceID); v != "" {
 			voice = v
 		}
 	}
-	sp, err := c.e.opts.Synthesizer.Synthesize(ctx, text, voice)
+	sp, err := parts.Synthesizer.Synthesize(ctx, text, voice)
 	if err != nil {
 		return err
 	}

@@ -119,11 +119,44 @@ type Options struct {
 	// applies tts start on its main loop and drops audio that arrives
 	// before it is speaking.
 	SpeakingDelay time.Duration
+	// Parts, if set, gives the parts the hub's settings may change while
+	// it runs (package livesettings): it is asked at each conversation's
+	// open (the silence limit, what is missing), at each utterance
+	// (recognition, language) and at each sentence spoken (synthesis,
+	// voice), and replaces Recognizer, Synthesizer, Voice, Language and
+	// Silence, so that a change applies from the next turn on.
+	Parts func() Parts
 	// OnTurn receives the record of every finished turn (for the event
 	// log and metrics); it must not block.
 	OnTurn func(TurnRecord)
 	Logger *slog.Logger
 }
+
+// Parts are the providers and the settings of the engine that may change
+// while it runs (Options.Parts). Silence 0 is the default, 120 s.
+type Parts struct {
+	Recognizer  Recognizer
+	Synthesizer Synthesizer
+	Voice       string
+	Language    string
+	Silence     time.Duration
+}
+
+// parts returns the current parts: Options.Parts' or the fixed ones.
+func (e *Engine) parts() Parts {
+	if e.opts.Parts == nil {
+		return Parts{Recognizer: e.opts.Recognizer, Synthesizer: e.opts.Synthesizer,
+			Voice: e.opts.Voice, Language: e.opts.Language, Silence: e.opts.Silence}
+	}
+	p := e.opts.Parts()
+	if p.Silence <= 0 {
+		p.Silence = defaultSilence
+	}
+	return p
+}
+
+// defaultSilence is the firmware's own channel timeout.
+const defaultSilence = 120 * time.Second
 
 // TurnRecord is what one turn heard, said and spent.
 type TurnRecord struct {
@@ -161,7 +194,7 @@ func New(opts Options) *Engine {
 			*d = v
 		}
 	}
-	def(&opts.Silence, 120*time.Second)
+	def(&opts.Silence, defaultSilence)
 	def(&opts.MaxUtterance, 30*time.Second)
 	def(&opts.MaxTurn, 2*time.Minute)
 	def(&opts.Lead, 300*time.Millisecond)
@@ -187,12 +220,12 @@ var ErrNotConfigured = errors.New("voice is not configured on this hub")
 
 // missing says what the engine lacks to hold a spoken conversation, in
 // the words of the settings; "" when nothing.
-func (e *Engine) missing() string {
+func (e *Engine) missing(p Parts) string {
 	var need []string
-	if e.opts.Recognizer == nil {
+	if p.Recognizer == nil {
 		need = append(need, "asr-provider")
 	}
-	if e.opts.Synthesizer == nil {
+	if p.Synthesizer == nil {
 		need = append(need, "tts-provider")
 	}
 	if e.opts.Brain == nil || e.opts.Brain.Ready() != nil {
@@ -226,7 +259,7 @@ func (e *Engine) Open(deviceID, language string, downlink protocol.AudioParams, 
 	}
 	e.active.Add(1)
 	c.mu.Lock()
-	c.silence = time.AfterFunc(e.opts.Silence, c.silent)
+	c.silence = time.AfterFunc(c.silenceFor, c.silent)
 	c.mu.Unlock()
 	return c
 }

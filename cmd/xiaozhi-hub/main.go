@@ -100,7 +100,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := newLogger(cfg, stderr)
-	h, err := server.Open(ctx, cfg, log)
+	h, err := server.OpenWithSources(ctx, cfg, config.Sources(cfg, args, os.Getenv), log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1

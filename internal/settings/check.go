@@ -231,3 +231,7 @@ var kindWords = map[yaml.Kind]string{
 	yaml.SequenceNode: "a list, e.g. [--port, \"8080\"]",
 	yaml.MappingNode:  "a section, e.g. {Authorization: \"Bearer …\"}",
 }
+
+// Closest returns the valid key nearest to key, as the messages about
+// unknown settings name it ("did you mean tts-voice?"); "" when none is near.
+func Closest(key string, valid []string) string { return closest(key, valid) }

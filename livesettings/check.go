@@ -1,0 +1,182 @@
+package livesettings
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/agent"
+	"github.com/xiaozhi-hub/hub/asr"
+	"github.com/xiaozhi-hub/hub/config"
+	"github.com/xiaozhi-hub/hub/tts"
+)
+
+// What a test checks.
+const (
+	TestAgent = "agent"
+	TestASR   = "asr"
+	TestTTS   = "tts"
+)
+
+// Problems a test reports, in words.
+const (
+	ProblemWrongKey      = "wrong key"
+	ProblemUnreachable   = "unreachable"
+	ProblemUnknownModel  = "unknown model"
+	ProblemWrongAddress  = "wrong address"
+	ProblemNotConfigured = "not configured"
+	ProblemInvalid       = "invalid settings"
+	ProblemFailed        = "failed"
+)
+
+// testTimeout bounds one test's request.
+const testTimeout = 20 * time.Second
+
+// Test makes the smallest real request to what ("agent", "asr" or "tts")
+// with the current settings, or with given applied over them (to try a
+// key before saving it), and says in words what failed. An unknown what
+// or setting name is an EINVALID error; everything else is an answer.
+func (s *Service) Test(ctx context.Context, what string, given map[string]string) (hub.SettingsTest, error) {
+	r := hub.SettingsTest{What: what}
+	switch what {
+	case TestAgent, TestASR, TestTTS:
+	default:
+		return r, hub.Errorf(hub.EINVALID, "what: %q is not agent, asr or tts", hub.Truncate([]byte(what), 32))
+	}
+	for name := range given {
+		if _, err := lookup(name); err != nil {
+			return r, err
+		}
+	}
+	cfg, err := s.with(given)
+	if err != nil {
+		return problem(r, ProblemInvalid, err), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	switch what {
+	case TestAgent:
+		err = s.testAgent(ctx, cfg)
+	case TestASR:
+		err = s.testASR(ctx, cfg)
+	default:
+		err = s.testTTS(ctx, cfg)
+	}
+	if err != nil {
+		return problem(r, classify(err), err), nil
+	}
+	r.OK = true
+	return r, nil
+}
+
+// errNotConfigured marks a provider the settings do not name.
+var errNotConfigured = errors.New("not configured")
+
+func (s *Service) testAgent(ctx context.Context, cfg config.Config) error {
+	c, err := s.build(cfg)
+	if err != nil {
+		return err
+	}
+	if c.LLM == nil {
+		return notConfigured(c.LLMErr)
+	}
+	_, err = c.LLM.Chat(ctx, agent.Request{Model: c.Agent.Model, MaxTokens: 16,
+		Messages: []agent.Message{{Role: agent.RoleUser, Text: "Say OK."}}}, nil)
+	return err
+}
+
+func (s *Service) testASR(ctx context.Context, cfg config.Config) error {
+	rec, _, err := cfg.Speech()
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return notConfigured(errors.New("asr-provider is empty: set it to " + strings.Join(asr.Providers(), ", ")))
+	}
+	r, err := rec.Start(ctx, cfg.ASRLanguage)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.Write(make([]int16, 8000)); err != nil { // half a second of silence
+		return err
+	}
+	_, err = r.Finish(ctx)
+	return err
+}
+
+func (s *Service) testTTS(ctx context.Context, cfg config.Config) error {
+	_, syn, err := cfg.Speech()
+	if err != nil {
+		return err
+	}
+	if syn == nil {
+		return notConfigured(errors.New("tts-provider is empty: set it to " + strings.Join(tts.Providers(), ", ")))
+	}
+	sp, err := syn.Synthesize(ctx, "OK", cfg.TTSVoice)
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
+	for {
+		pcm, err := sp.Read(ctx)
+		if err == io.EOF {
+			return nil // an answer with no audio still proves key, address and voice
+		}
+		if err != nil || len(pcm) > 0 {
+			return err
+		}
+	}
+}
+
+func notConfigured(err error) error { return errors.Join(errNotConfigured, err) }
+
+func problem(r hub.SettingsTest, p string, err error) hub.SettingsTest {
+	r.Problem = p
+	msg := hub.ErrorMessage(err)
+	if errors.Is(err, errNotConfigured) {
+		msg = strings.TrimPrefix(msg, errNotConfigured.Error()+"\n")
+	}
+	r.Detail = hub.Truncate([]byte(msg), 500)
+	return r
+}
+
+// answered finds the HTTP status in the speech providers' errors
+// ("speech synthesis at host answered 401: …").
+var answered = regexp.MustCompile(`answered (\d{3})`)
+
+// classify names what failed: the HTTP status when there is one, else the
+// words of the transport's error.
+func classify(err error) string {
+	if errors.Is(err, errNotConfigured) {
+		return ProblemNotConfigured
+	}
+	msg := strings.ToLower(err.Error())
+	status := 0
+	if pe, ok := errors.AsType[*agent.ProviderError](err); ok {
+		status = pe.Status
+		msg = strings.ToLower(pe.Type + " " + pe.Message)
+	} else if m := answered.FindStringSubmatch(msg); m != nil {
+		status, _ = strconv.Atoi(m[1])
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden,
+		strings.Contains(msg, "invalidapikey"), strings.Contains(msg, "api key"), strings.Contains(msg, "api_key"):
+		return ProblemWrongKey
+	case strings.Contains(msg, "model") && (status == http.StatusNotFound || status == http.StatusBadRequest || status == 0):
+		return ProblemUnknownModel
+	case status == http.StatusNotFound:
+		return ProblemWrongAddress
+	case errors.Is(err, context.DeadlineExceeded), strings.Contains(msg, "connection refused"),
+		strings.Contains(msg, "no such host"), strings.Contains(msg, "dial "), strings.Contains(msg, "timeout"),
+		strings.Contains(msg, "unreachable"), strings.Contains(msg, "eof"):
+		return ProblemUnreachable
+	}
+	return ProblemFailed
+}

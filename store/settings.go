@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xiaozhi-hub/hub"
+)
+
+// LoadSettings returns every stored live setting (livesettings.Store).
+func (s *Store) LoadSettings(ctx context.Context) ([]hub.StoredSetting, error) {
+	var out []hub.StoredSetting
+	err := s.each(ctx, `SELECT name, value, updated FROM settings ORDER BY name`, func(rows *sql.Rows) error {
+		var st hub.StoredSetting
+		var updated sql.NullInt64
+		if err := rows.Scan(&st.Name, &st.Value, &updated); err != nil {
+			return err
+		}
+		st.Updated = timeCol(updated)
+		out = append(out, st)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load settings: %w", err)
+	}
+	return out, nil
+}
+
+// SaveSettings stores set and removes the names in unset, in one
+// transaction.
+func (s *Store) SaveSettings(ctx context.Context, set []hub.StoredSetting, unset []string) error {
+	err := s.write(ctx, func(w *wtx) error {
+		for _, st := range set {
+			updated, err := timeArg(st.Updated)
+			if err != nil {
+				return err
+			}
+			if _, err := w.exec(`INSERT OR REPLACE INTO settings (name, value, updated) VALUES (?, ?, ?)`, st.Name, st.Value, updated); err != nil {
+				return err
+			}
+		}
+		for _, name := range unset {
+			if _, err := w.exec(`DELETE FROM settings WHERE name = ?`, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save settings: %w", err)
+	}
+	return nil
+}
+
+// Persona returns the persona stored for a device or a home (scope
+// "device" or "home"); a zero Persona when none is.
+func (s *Store) Persona(ctx context.Context, scope, id string) (hub.Persona, error) {
+	var data string
+	var updated sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT persona, updated FROM personas WHERE scope = ? AND id = ?`, scope, id).Scan(&data, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return hub.Persona{}, nil
+	}
+	if err != nil {
+		return hub.Persona{}, fmt.Errorf("load persona of %s %s: %w", scope, id, err)
+	}
+	var p hub.Persona
+	if err := json.Unmarshal([]byte(data), &p); err != nil {
+		return hub.Persona{}, fmt.Errorf("persona of %s %s: %w", scope, id, err)
+	}
+	p.Updated = timeCol(updated)
+	return p, nil
+}
+
+// SavePersona stores the persona of a device or a home; an empty one is
+// removed.
+func (s *Store) SavePersona(ctx context.Context, scope, id string, p hub.Persona) error {
+	updated := p.Updated
+	p.Updated = time.Time{}
+	if p == (hub.Persona{}) {
+		return s.execWrite(ctx, "delete persona", `DELETE FROM personas WHERE scope = ? AND id = ?`, scope, id)
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	at, err := timeArg(updated)
+	if err != nil {
+		return err
+	}
+	return s.execWrite(ctx, "save persona", `INSERT OR REPLACE INTO personas (scope, id, persona, updated) VALUES (?, ?, ?, ?)`, scope, id, string(data), at)
+}
+
+// Memory returns what is remembered of a device's conversations (a zero
+// Memory, with Device set, when nothing is).
+func (s *Store) Memory(ctx context.Context, device string) (hub.Memory, error) {
+	m := hub.Memory{Device: device}
+	var updated sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT text, updated FROM memories WHERE device = ?`, device).Scan(&m.Text, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, nil
+	}
+	if err != nil {
+		return m, fmt.Errorf("load memory of %s: %w", device, err)
+	}
+	m.Updated = timeCol(updated)
+	return m, nil
+}
+
+// SaveMemory stores a device's memory; an empty text removes it.
+func (s *Store) SaveMemory(ctx context.Context, m hub.Memory) error {
+	if m.Text == "" {
+		return s.execWrite(ctx, "delete memory", `DELETE FROM memories WHERE device = ?`, m.Device)
+	}
+	at, err := timeArg(m.Updated)
+	if err != nil {
+		return err
+	}
+	return s.execWrite(ctx, "save memory", `INSERT OR REPLACE INTO memories (device, text, updated) VALUES (?, ?, ?)`, m.Device, m.Text, at)
+}
