@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -31,7 +32,7 @@ func TestServiceSharedAcrossClusterNodes(t *testing.T) {
 	state := func(c *clusterNode) (hub.ServiceView, error) { return server.ServicesOf(c.Hub).Service(nil, "calc") }
 	waitFor(t, "calc known on hub-2", func() bool { _, err := state(two); return err == nil })
 
-	program(t, url, calcTool)
+	_, ended := programConn(t, url, calcTool)
 	waitFor(t, "calc online on hub-2", func() bool { v, err := state(two); return err == nil && v.Online && len(v.Tools) == 1 })
 	waitFor(t, "calc's tools on hub-1", func() bool { v, err := state(one); return err == nil && !v.Online && len(v.Tools) == 1 })
 	args := map[string]any{"arguments": map[string]string{"python_expression": "6*7"}}
@@ -49,8 +50,10 @@ func TestServiceSharedAcrossClusterNodes(t *testing.T) {
 		t.Fatalf("DELETE on hub-1: %d", st)
 	}
 	waitFor(t, "calc gone from hub-2", func() bool { _, err := state(two); return hub.ErrorCode(err) == hub.ENOTFOUND })
-	if _, online := server.ServicesOf(two.Hub).Counts(); online != 0 {
-		t.Fatalf("hub-2 still holds the deleted service's connection (%d online)", online)
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("hub-2 did not close the deleted service's connection")
 	}
 	_, resp, err := websocket.Dial(context.Background(), url, nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {

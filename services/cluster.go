@@ -52,7 +52,7 @@ func (m *Manager) ApplyService(name string, s *hub.Service) bool {
 	}
 	m.bumpLocked()
 	m.mu.Unlock()
-	if false && closeLink != nil {
+	if closeLink != nil {
 		closeLink(why)
 	}
 	return true
