@@ -40,10 +40,10 @@ func init() {
 	for k, o := range map[string]op{
 		"GET /api/services": {summary: "Services (MCP endpoints programs connect to, and the configured mcp-servers) with their online state and tools (cached while offline)",
 			answer: `{"services":[{"name":"calc","kind":"endpoint|configured","home":"","online":true,"tools":[{"name","description","inputSchema"}…],"server":"…"}…]}`},
-		"POST /api/services": {summary: "Create an endpoint service (admin): its URL, with the token, is shown this once",
-			body: `{"name":"calc"}`, status: "201", answer: `{"name":"calc","kind":"endpoint","online":false,"tools":[],"url":"ws://<host:port>/services/ws?token=xzs_…"}`},
+		"POST /api/services": {summary: "Create an endpoint service (the admin, for a home or everyone; a home's owner, for that home): its URL, with the token, is shown this once",
+			body: `{"name":"calc","home":"<id>"}`, status: "201", answer: `{"name":"calc","kind":"endpoint","online":false,"tools":[],"url":"ws://<host:port>/services/ws?token=xzs_…"}`},
 		"GET /api/services/{name}":    {summary: "One service", answer: "Service"},
-		"DELETE /api/services/{name}": {summary: "Revoke an endpoint service (admin): its token stops working and its connection closes at once", status: "204", answer: "nothing"},
+		"DELETE /api/services/{name}": {summary: "Revoke an endpoint service (the admin; a home's owner, that home's): its token stops working and its connection closes at once", status: "204", answer: "nothing"},
 		"POST /api/services/{name}/tools/{tool}/call": {summary: "Call a service's tool; arguments are checked against its inputSchema first; an offline service is 409 at once",
 			body: `{"arguments":{"python_expression":"1+2"},"timeoutMs":30000}`, answer: `{"content":[…],"isError":bool}`},
 		"GET /services/ws": {summary: "The services' MCP endpoint (WebSocket, ?token=; the hub is the MCP client; 401 without a token, 403 for a wrong or revoked one)", status: "101", answer: "JSON-RPC, one message per text frame"},
@@ -80,15 +80,11 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request) {
 
 var serviceSpec = bodySpec{
 	kinds: fieldKinds{"name": "a string", "home": "a string (a home's id)"},
-	shape: `{"name":"calc"}`,
+	shape: `{"name":"calc","home":"<id>"}`,
 	limit: 4 << 10,
 }
 
 func (s *Server) createService(w http.ResponseWriter, r *http.Request) {
-	if !principal(r).Admin {
-		s.fail(w, r, hub.Errorf(hub.EFORBIDDEN, "only the admin creates services"))
-		return
-	}
 	var body struct {
 		Name string `json:"name"`
 		Home string `json:"home"`

@@ -86,6 +86,8 @@ type Node struct {
 	oauthLocal    OAuthStore         // set by OAuthStore
 	accounts      AccountsService    // set by ServeAccounts
 	accountsLocal AccountsStore      // set by AccountsStore
+	services      ServicesManager    // set by ServeServices (under mu)
+	servicesLocal ServicesStore      // set by ServicesStore (under mu)
 	js            jetstream.JetStream
 	history       jetstream.Stream
 	hist          history

@@ -481,6 +481,8 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		err = n.applyOAuth(ctx, kind, id, e.Value(), deleted)
 	case kind == "au" || kind == "ah" || kind == "at":
 		err = n.applyAccounts(ctx, k, kind, id, e.Value(), deleted)
+	case kind == "sv":
+		err = n.applyService(ctx, id)
 	case kind == "a" && !deleted && n.trust != nil:
 		var d decision
 		if err = json.Unmarshal(e.Value(), &d); err == nil {

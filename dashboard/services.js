@@ -1,10 +1,11 @@
 "use strict";
 // Services: outside MCP tools beside the devices' (docs/services.md). The
-// admin creates one and copies its URL (shown once: the hub keeps only the
+// admin (for everyone or a home) or a home's owner (for that home) creates
+// one and copies its URL (shown once: the hub keeps only the
 // token's hash), which a program such as mcp-calculator's mcp_pipe.py
 // connects to; everyone sees the services of their homes and the hub's,
-// online or not, with their tools and last calls, and the admin revokes
-// them. What services send (names, descriptions, results) is shown with
+// online or not, with their tools and last calls, and the admin (or the
+// home's owner) revokes them. What services send (names, descriptions, results) is shown with
 // textContent, like everything else.
 
 Object.assign(MESSAGES.en, {
@@ -49,11 +50,11 @@ let svcCalls = [];
 async function loadServices() {
   if (!me) return;
   $("servicesBox").hidden = false;
-  $("newService").hidden = !me.admin;
+  $("newService").hidden = !me.admin && !ownedHomes().length;
   const list = (await api("GET", "/api/services")).services || [];
   try { svcCalls = ((await api("GET", "/api/calls")).calls || []).filter(c => String(c.deviceId).startsWith(SVC_PREFIX)); }
   catch { svcCalls = []; }
-  if (me.admin) syncServiceHomes();
+  if (!$("newService").hidden) syncServiceHomes();
   if (!list.length) { $("services").replaceChildren(lx("li", "muted small", () => t("svc.none"))); return; }
   $("services").replaceChildren(...list.map(serviceItem));
 }
@@ -65,7 +66,7 @@ function serviceItem(s) {
     lx("span", "small " + (s.online ? "" : "muted"), () => t(s.online ? "svc.online" : "svc.offline")),
     s.home ? el("span", { class: "tag" }, homeName(s.home)) : lx("span", "tag", () => t("svc.hub")),
     el("span", { class: "grow" }));
-  if (me.admin && s.kind !== "configured") {
+  if (s.kind !== "configured" && (me.admin || (s.home && ownedHomes().some(h => h.id === s.home)))) {
     const revoke = live(el("button", { class: "plain danger small svc-revoke" }), () => t("svc.revoke"));
     revoke.addEventListener("click", async () => {
       if (!(await confirmBox(t("svc.confirmRevoke", { name: s.name })))) return;
@@ -88,13 +89,19 @@ function serviceItem(s) {
   return li;
 }
 
-// syncServiceHomes offers the homes a new service may belong to: the hub
-// (everyone) or one home.
+// ownedHomes are the homes whose services the signed-in person manages
+// (the hub decides again: POST and DELETE /api/services).
+function ownedHomes() { return me.admin ? homes : homes.filter(h => h.role === "owner"); }
+
+// syncServiceHomes offers the homes a new service may belong to: for the
+// admin the hub (everyone) or any home; for an owner, the homes they own.
 function syncServiceHomes() {
   const sel = $("newServiceHome");
   const was = sel.value;
-  sel.replaceChildren(live(el("option", { value: "" }), () => t("svc.hub")), ...homes.map(h => el("option", { value: h.id }, h.name)));
-  sel.value = homes.some(h => h.id === was) ? was : "";
+  const mine = ownedHomes();
+  const hubOption = me.admin ? [live(el("option", { value: "" }), () => t("svc.hub"))] : [];
+  sel.replaceChildren(...hubOption, ...mine.map(h => el("option", { value: h.id }, h.name)));
+  sel.value = mine.some(h => h.id === was) ? was : (me.admin ? "" : (mine[0] || {}).id || "");
 }
 
 $("newService").addEventListener("submit", (ev) => {

@@ -10,11 +10,17 @@ import (
 // openToolServices opens the services, the outside MCP servers whose tools
 // the hub offers beside the devices' (package services): the endpoints
 // programs connect to, and the configured mcp-servers, which it starts
-// connecting to. Their calls go into the registry's call history.
+// connecting to. Their calls go into the registry's call history. In a
+// cluster the endpoint services are shared (cluster/services.go): the
+// node, started before, applies the shared ones once the Manager is open.
 func (h *Hub) openToolServices(ctx context.Context) error {
-	cfg := h.cfg
+	cfg, c := h.cfg, h.cluster
+	var st services.Store = h.store
+	if c != nil {
+		st = c.Node.ServicesStore(h.store) // endpoint services are the cluster's (docs/services.md)
+	}
 	h.services = services.New(services.Options{
-		Store: h.store, Logger: h.log.With("component", "services"), Record: h.Registry.RecordCall,
+		Store: st, Logger: h.log.With("component", "services"), Record: h.Registry.RecordCall,
 		Servers: cfg.MCPServers, PublicURL: cfg.PublicURL, CallTimeout: cfg.CallTimeout, MaxCallTimeout: cfg.MaxCallTimeout,
 		Version: Version, HomeExists: h.accounts.Exists,
 	})
@@ -24,7 +30,13 @@ func (h *Hub) openToolServices(ctx context.Context) error {
 		func() float64 { n, _ := svc.Counts(); return float64(n) })
 	h.Metrics.Gauge("xiaozhi_hub_services_online", "Services whose program or server is connected now.",
 		func() float64 { _, n := svc.Counts(); return float64(n) })
-	return h.services.Load(ctx)
+	if err := h.services.Load(ctx); err != nil {
+		return err
+	}
+	if c != nil {
+		return c.Node.ServeServices(ctx, h.services)
+	}
+	return nil
 }
 
 // mountServices mounts the services' WebSocket endpoint (its own token,

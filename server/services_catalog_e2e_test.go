@@ -31,6 +31,14 @@ const calcTool = `[{"name":"calculator","description":"For mathamatical calculat
 // connection.
 func program(t *testing.T, url, tools string) (stop func()) {
 	t.Helper()
+	stop, _ = programConn(t, url, tools)
+	return stop
+}
+
+// programConn is program, with a channel closed when the connection ends
+// (the hub closed it, or stop).
+func programConn(t *testing.T, url, tools string) (stop func(), ended <-chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ws, _, err := websocket.Dial(ctx, url, nil)
 	if err != nil {
@@ -81,7 +89,7 @@ func program(t *testing.T, url, tools string) (stop func()) {
 	}()
 	stop = func() { cancel(); _ = ws.CloseNow(); <-done }
 	t.Cleanup(stop)
-	return stop
+	return stop, done
 }
 
 // newService creates an endpoint service (for a home, if given) with the

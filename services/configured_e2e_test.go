@@ -14,6 +14,7 @@ import (
 	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/server/servertest"
 	"github.com/xiaozhi-hub/hub/services"
+	"github.com/xiaozhi-hub/hub/services/servicestest"
 )
 
 // weatherServer is a Streamable HTTP MCP server (the go-sdk's own) that
@@ -45,7 +46,7 @@ func weatherServer(t *testing.T, token string) string {
 // REST; the stdio server, when it dies, is started again; neither can be
 // deleted through the API.
 func TestConfiguredServers(t *testing.T) {
-	calc := buildCalculator(t)
+	calc := servicestest.Calculator(t)
 	url := weatherServer(t, "ha-long-lived-token")
 	h, _ := servertest.Start(t, func(c *server.Config) {
 		c.MCPServers = []services.ServerConfig{

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,32 +93,3 @@ func call(t *testing.T, h *server.Hub, svc, tool string, args any) (int, callRes
 	st := do(t, h, "POST", "/api/services/"+svc+"/tools/"+tool+"/call", map[string]any{"arguments": args}, &r)
 	return st, r
 }
-
-// buildCalculator builds the stdio calculator server (testdata/calculator).
-func buildCalculator(t *testing.T) string {
-	t.Helper()
-	calcOnce.Do(func() {
-		dir, err := filepath.Abs(filepath.Join("testdata", "calculator"))
-		if err != nil {
-			calcErr = err
-			return
-		}
-		calcBin = filepath.Join(calcDir, "calculator")
-		out, err := exec.Command("go", "build", "-o", calcBin, dir).CombinedOutput()
-		if err != nil {
-			calcErr = err
-			calcBin = string(out)
-		}
-	})
-	if calcErr != nil {
-		t.Fatalf("build the calculator: %v\n%s", calcErr, calcBin)
-	}
-	return calcBin
-}
-
-var (
-	calcOnce sync.Once
-	calcBin  string
-	calcErr  error
-	calcDir  string // set by TestMain
-)

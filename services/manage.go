@@ -34,23 +34,33 @@ func CheckName(name string) error {
 // hub's) and returns it with its URL, which holds the token: the only time
 // the token is shown (the hub keeps its SHA-256). base is the hub's base
 // URL as the caller reached it (http://host:port), unless Options.PublicURL
-// is set. Only the admin creates services for now (p nil is the hub).
+// is set. The admin (or p nil, the hub) creates services for any home or
+// for everyone; an owner of a home, for that home (mayManage). A home
+// holds at most MaxHomeServices.
 func (m *Manager) CreateService(ctx context.Context, name, home, base string) (hub.ServiceView, error) {
-	if p := hub.PrincipalFrom(ctx); p != nil && !p.Admin {
-		return hub.ServiceView{}, hub.Errorf(hub.EFORBIDDEN, "only the admin creates services")
-	}
+	p := hub.PrincipalFrom(ctx)
 	if err := CheckName(name); err != nil {
 		return hub.ServiceView{}, err
 	}
-	if home != "" && (m.opts.HomeExists == nil || !m.opts.HomeExists(home)) {
+	if home != "" && (m.opts.HomeExists == nil || !m.opts.HomeExists(home) || !sees(p, home)) {
 		return hub.ServiceView{}, hub.Errorf(hub.ENOTFOUND, "home %q is not known to the hub (GET /api/homes lists them)", home)
+	}
+	if err := mayManage(p, home, "creates"); err != nil {
+		return hub.ServiceView{}, err
 	}
 	token, hash := newToken()
 	svc := hub.Service{Name: name, Kind: hub.ServiceEndpoint, Home: home, TokenHash: hash[:], Created: time.Now().UTC()}
 	m.mu.Lock()
-	if _, taken := m.entries[name]; taken {
+	if other, taken := m.entries[name]; taken {
 		m.mu.Unlock()
+		if !sees(p, other.svc.Home) { // one namespace: say only that the name is taken
+			return hub.ServiceView{}, hub.Errorf(hub.ECONFLICT, "the service name %q is taken on this hub; choose another", name)
+		}
 		return hub.ServiceView{}, hub.Errorf(hub.ECONFLICT, "a service named %q exists; choose another name or delete it first (DELETE /api/services/%s)", name, name)
+	}
+	if home != "" && m.countLocked(home) >= MaxHomeServices {
+		m.mu.Unlock()
+		return hub.ServiceView{}, hub.Errorf(hub.ECONFLICT, "home %q has %d services, the most a home may have; delete one first", home, MaxHomeServices)
 	}
 	if m.closed {
 		m.mu.Unlock()
@@ -78,6 +88,43 @@ func (m *Manager) CreateService(ctx context.Context, name, home, base string) (h
 	v.URL = EndpointURL(base, token)
 	m.log.Info("service created", "service", name, "home", home)
 	return v, nil
+}
+
+// MaxHomeServices bounds the services of one home, whoever creates them.
+const MaxHomeServices = 32
+
+// countLocked is the number of services of home (m.mu held).
+func (m *Manager) countLocked(home string) int {
+	n := 0
+	for _, e := range m.entries {
+		if e.svc.Home == home {
+			n++
+		}
+	}
+	return n
+}
+
+// mayManage says whether p may create or delete (doing) the services of
+// home, which p sees: the admin (or p nil, the hub) any; an owner of a
+// home, that home's; anyone else is EFORBIDDEN, saying why.
+func mayManage(p *hub.Principal, home, doing string) error {
+	switch {
+	case p == nil || p.Admin:
+		return nil
+	case home == "":
+		return hub.Errorf(hub.EFORBIDDEN, "only the admin %s the hub's own services (those of no home); an owner of a home %s that home's, with {\"home\":\"<id>\"}", doing, doing)
+	case p.RoleIn(home) != hub.RoleOwner:
+		return hub.Errorf(hub.EFORBIDDEN, "only an owner of home %q (or the admin) %s its services; you are %s there", home, doing, article(p.RoleIn(home)))
+	}
+	return nil
+}
+
+// article is a role with its article: "a member", "a guest".
+func article(r hub.Role) string {
+	if r == "" {
+		return "not a member"
+	}
+	return "a " + string(r)
 }
 
 // EndpointURL is the URL a program connects to: base (http or https, a
@@ -111,9 +158,9 @@ func (m *Manager) DeleteService(ctx context.Context, name string) error {
 		m.mu.Unlock()
 		return notFound(name)
 	}
-	if p != nil && !p.Admin {
+	if err := mayManage(p, e.svc.Home, "deletes"); err != nil {
 		m.mu.Unlock()
-		return hub.Errorf(hub.EFORBIDDEN, "only the admin deletes services")
+		return err
 	}
 	if e.svc.Kind == hub.ServiceConfigured {
 		m.mu.Unlock()

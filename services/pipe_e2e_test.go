@@ -3,13 +3,10 @@ package services_test
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,85 +14,8 @@ import (
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/server/servertest"
+	"github.com/xiaozhi-hub/hub/services/servicestest"
 )
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "services-test")
-	if err != nil {
-		panic(err)
-	}
-	calcDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// python returns a Python 3 that has websockets and python-dotenv (what
-// mcp_pipe.py needs), or skips the test saying what is missing.
-func python(t *testing.T) string {
-	t.Helper()
-	var tried []string
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		path, err := exec.LookPath(p)
-		if err != nil {
-			continue
-		}
-		out, err := exec.Command(path, "-c", "import websockets, dotenv").CombinedOutput()
-		if err == nil {
-			return path
-		}
-		tried = append(tried, path+": "+strings.TrimSpace(string(out)))
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI installs python3-websockets and python3-dotenv (.ci/run), yet: %v", tried)
-	}
-	t.Skipf("mcp_pipe.py needs python3 with websockets and python-dotenv (Debian: apt-get install python3-websockets python3-dotenv): %v", tried)
-	return ""
-}
-
-// pipe runs 78/mcp-calculator's mcp_pipe.py, unmodified, against url with
-// the calculator behind it, configured as its README configures servers
-// that are not Python scripts (mcp_config.json, type stdio). It returns
-// the running command; the test kills it.
-func pipe(t *testing.T, py, url, calculator string) *exec.Cmd {
-	t.Helper()
-	dir := t.TempDir()
-	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"calculator": map[string]any{"type": "stdio", "command": calculator, "args": []string{}},
-	}})
-	cfgPath := filepath.Join(dir, "mcp_config.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script, _ := filepath.Abs(filepath.Join("testdata", "mcp-calculator", "mcp_pipe.py"))
-	cmd := exec.Command(py, script)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MCP_ENDPOINT="+url, "MCP_CONFIG="+cfgPath)
-	cmd.Stdout, cmd.Stderr = testLog{t, "pipe"}, testLog{t, "pipe"}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop(cmd) })
-	return cmd
-}
-
-// stop kills a command and reaps it (once).
-func stop(cmd *exec.Cmd) {
-	if cmd.ProcessState == nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-}
-
-type testLog struct {
-	t    *testing.T
-	name string
-}
-
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Logf("%s: %s", l.name, strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // The community's reference client, mcp_pipe.py, connects the calculator
 // to a service's URL exactly as it would to xiaozhi.me's: the tool is
@@ -104,7 +24,7 @@ func (l testLog) Write(p []byte) (int, error) {
 // and comes back when the pipe runs again; deleting the service closes
 // the connection and its token is refused from then on.
 func TestReferencePipe(t *testing.T) {
-	vendored, err := os.ReadFile(filepath.Join("testdata", "mcp-calculator", "mcp_pipe.py"))
+	vendored, err := os.ReadFile(servicestest.PipeScript())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +32,8 @@ func TestReferencePipe(t *testing.T) {
 	if sum := fmt.Sprintf("%x", sha256.Sum256(vendored)); sum != "31af96a0bd83062251bafe31c22cc01dc02a6b687c5775c5f70e3cf552372df8" {
 		t.Fatalf("mcp_pipe.py is not the vendored upstream file (sha256 %s)", sum)
 	}
-	py := python(t)
-	calc := buildCalculator(t)
+	py := servicestest.Python(t)
+	calc := servicestest.Calculator(t)
 	h, _ := servertest.Start(t, nil)
 
 	var created hub.ServiceView
@@ -127,7 +47,7 @@ func TestReferencePipe(t *testing.T) {
 		t.Fatalf("the token is shown again: %+v", s)
 	}
 
-	p := pipe(t, py, created.URL, calc)
+	p := servicestest.Pipe(t, py, created.URL, calc)
 	s := waitService(t, h, "calc", "online", online)
 	if s.Tools[0].Name != "calculator" || !strings.Contains(string(s.Tools[0].InputSchema), "python_expression") || s.Server != "Calculator 1.0" {
 		t.Fatalf("listed: %+v", s)
@@ -149,7 +69,7 @@ func TestReferencePipe(t *testing.T) {
 		t.Fatalf("history: %+v", calls.Calls)
 	}
 
-	stop(p) // the pipe dies
+	servicestest.Stop(p) // the pipe dies
 	s = waitService(t, h, "calc", "offline", offline)
 	if len(s.Tools) != 1 {
 		t.Fatalf("tools not kept while offline: %+v", s)
@@ -158,7 +78,7 @@ func TestReferencePipe(t *testing.T) {
 		t.Fatalf("offline call: %d %+v", st, r)
 	}
 
-	p = pipe(t, py, created.URL, calc) // and runs again
+	p = servicestest.Pipe(t, py, created.URL, calc) // and runs again
 	waitService(t, h, "calc", "online", online)
 	if st, r := call(t, h, "calc", "calculator", map[string]string{"python_expression": "2**10"}); st != 200 || !strings.Contains(r.Content[0].Text, `"result":1024`) {
 		t.Fatalf("call after reconnecting: %d %+v", st, r)
@@ -175,7 +95,7 @@ func TestReferencePipe(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a revoked token: %v %v", err, resp)
 	}
-	stop(p)
+	servicestest.Stop(p)
 }
 
 func metricsText(t *testing.T, base string) string {
