@@ -527,7 +527,11 @@ func TestClusterRollingRestart(t *testing.T) {
 			holder = (i + 1) % 3
 		}
 		name := fmt.Sprintf("while hub-%d restarts", i+1)
-		deadline := time.Now().Add(30 * time.Second)
+		// Writes wait for the shared state's stream to have a leader
+		// among the nodes up: after two restarts in a row, JetStream
+		// has been seen to take over 30 s to elect one on a loaded
+		// 2-core machine (CI, 26 Nov).
+		deadline := time.Now().Add(90 * time.Second)
 		for {
 			st, body := next.call("PATCH", "/api/devices/"+d.ID(), map[string]any{"name": name})
 			if st == 200 {
