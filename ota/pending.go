@@ -90,7 +90,7 @@ func (ps *pendingSet) makeRoom(addr string, now time.Time, max, perAddr int) err
 	if ps.perAddr[addr] >= perAddr {
 		p := ps.oldestSeen(func(p *pending) bool { return p.Remote == addr })
 		if !stale(p) {
-			return &httpError{http.StatusServiceUnavailable, hub.EINTERNAL,
+			return &httpError{http.StatusServiceUnavailable, hub.EUNAVAILABLE,
 				fmt.Sprintf("too many devices at this address (%d) are waiting for activation, all of them polling; approve some first, or raise activation-codes-per-address", perAddr)}
 		}
 		ps.remove(p)
@@ -102,6 +102,6 @@ func (ps *pendingSet) makeRoom(addr string, now time.Time, max, perAddr int) err
 		ps.remove(p)
 		return nil
 	}
-	return &httpError{http.StatusServiceUnavailable, hub.EINTERNAL,
+	return &httpError{http.StatusServiceUnavailable, hub.EUNAVAILABLE,
 		"too many devices are waiting for activation, all of them polling; approve some, or retry when their codes expire"}
 }
