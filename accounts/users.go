@@ -237,9 +237,10 @@ func (s *Service) loginWait(name, address string, now time.Time) time.Duration {
 		keyed *ratelimit.Keyed[struct{}]
 		key   string
 	}{{s.byAddress, address}, {s.byName, strings.ToLower(name)}} {
-		if e := k.keyed.Peek(k.key); e != nil && e.Limiter.TokensAt(now) < 1 {
-			w := time.Duration((1 - e.Limiter.TokensAt(now)) / float64(e.Limiter.Limit()) * float64(time.Second))
-			wait = max(wait, w, time.Second)
+		if e := k.keyed.Peek(k.key); e != nil {
+			if w := ratelimit.Wait(&e.Limiter, now); w > 0 {
+				wait = max(wait, w, time.Second)
+			}
 		}
 	}
 	return wait

@@ -97,10 +97,20 @@ func Take(l *rate.Limiter, now time.Time) (ok bool, wait time.Duration) {
 	if l.AllowN(now, 1) {
 		return true, 0
 	}
-	limit := l.Limit()
-	ns := (1 - l.TokensAt(now)) / float64(limit) * float64(time.Second)
-	if limit <= 0 || ns >= math.MaxInt64 {
-		return false, rate.InfDuration
+	return false, Wait(l, now)
+}
+
+// Wait reports how long until l has a token at now (0: it has one;
+// rate.InfDuration if it never refills), taking nothing.
+func Wait(l *rate.Limiter, now time.Time) time.Duration {
+	tokens := l.TokensAt(now)
+	if tokens >= 1 {
+		return 0
 	}
-	return false, time.Duration(ns)
+	limit := l.Limit()
+	ns := (1 - tokens) / float64(limit) * float64(time.Second)
+	if limit <= 0 || ns >= math.MaxInt64 {
+		return rate.InfDuration
+	}
+	return time.Duration(ns)
 }
