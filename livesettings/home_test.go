@@ -135,4 +135,3 @@ func TestPublic(t *testing.T) {
 		}
 	}
 }
-
