@@ -25,6 +25,8 @@ func (s *Server) homeRoutes() []route {
 		{"/api/homes/{home}/members/{user}", []methodHandler{{"DELETE", s.removeMember}}},
 		{"/api/homes/{home}/devices", []methodHandler{{"POST", s.bindDevice}}},
 		{"/api/homes/{home}/devices/{id}", []methodHandler{{"DELETE", s.unbindDevice}}},
+		{"/api/homes/{home}/settings", []methodHandler{{"GET", s.homeSettings(s.getHomeSettings)}, {"PUT", s.homeSettings(s.putHomeSettings)}}},
+		{"/api/homes/{home}/settings/test", []methodHandler{{"POST", s.homeSettings(s.testHomeSettings)}}},
 	}
 }
 
@@ -106,6 +108,9 @@ func (s *Server) deleteHome(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if s.settings != nil {
+		s.settings.ForgetHome(id) // the store removed them with the home
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -20,6 +20,14 @@ type Settings interface {
 	// Test makes the smallest real request to "agent", "asr" or "tts"
 	// with the current settings, or given applied over them.
 	Test(ctx context.Context, what string, given map[string]string) (hub.SettingsTest, error)
+
+	// HomeView, SetHome and TestHome are the same for a home's own
+	// settings (its agent and voices, with its owner's keys), which fall
+	// back to the hub's; ForgetHome drops a deleted home's.
+	HomeView(home string) map[string]hub.SettingView
+	SetHome(ctx context.Context, home string, changes map[string]*string) (map[string]hub.SettingView, error)
+	TestHome(ctx context.Context, home, what string, given map[string]string) (hub.SettingsTest, error)
+	ForgetHome(home string)
 }
 
 // settingsRoutes are always listed: without Options.Settings they answer
@@ -37,6 +45,12 @@ func init() {
 			answer: `{"settings":{"agent-provider":{"value":"openai","source":"file"},"tts-api-key":{"set":true,"updated":"…","source":"stored"},…}}`},
 		"PUT /api/settings": {summary: "Store and apply settings from the next turn on, without a restart (admin); null removes a stored value; a value fixed by a flag is 409",
 			body: `{"tts-voice":"nova","tts-api-key":"sk-…","agent-model":null}`, answer: `{"settings":{…}} as GET`},
+		"GET /api/homes/{home}/settings": {summary: "A home's own settings (owner or admin): the agent and voices for the home's devices, with its owner's keys; each value's source is home (set here) or hub (the hub's, which applies); the hub's keys and addresses only as set or not",
+			answer: `{"settings":{"tts-voice":{"value":"nova","source":"home"},"tts-api-key":{"set":true,"source":"hub"},…}}`},
+		"PUT /api/homes/{home}/settings": {summary: "Store and apply a home's own settings from its devices' next turn on (owner or admin); null removes the home's value, so the hub's applies; conversation-timeout is the hub's; a provider or address of the home's own never gets the hub's key, and reaches only public addresses",
+			body: `{"tts-voice":"nova","agent-provider":"openai","agent-api-key":"sk-…"}`, answer: `{"settings":{…}} as GET`},
+		"POST /api/homes/{home}/settings/test": {summary: "The test of POST /api/settings/test with the home's settings (owner or admin)",
+			body: `{"what":"agent|asr|tts","settings":{"tts-api-key":"sk-…"}}`, answer: `{"what":"tts","ok":false,"problem":"wrong key","detail":"…"}`},
 		"POST /api/settings/test": {summary: "Make the smallest real request to the agent's model, recognition or synthesis with the current settings (or with settings given over them) and say what failed (admin)",
 			body: `{"what":"agent|asr|tts","settings":{"agent-api-key":"sk-…"}}`, answer: `{"what":"tts","ok":false,"problem":"wrong key|unreachable|unknown model|wrong address|not configured|invalid settings|failed","detail":"…"}`},
 	} {
@@ -71,10 +85,23 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
 var settingsSpec = bodySpec{shape: `{"tts-voice":"nova"}`, limit: 32 << 10}
 
 func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
+	changes, err := settingChanges(w, r)
+	if err == nil {
+		var view map[string]hub.SettingView
+		if view, err = s.settings.Set(r.Context(), changes); err == nil {
+			writeJSON(w, http.StatusOK, settingsBody{view})
+			return
+		}
+	}
+	s.fail(w, r, err)
+}
+
+// settingChanges reads a PUT body of settings: names with string values,
+// or null to remove a stored value.
+func settingChanges(w http.ResponseWriter, r *http.Request) (map[string]*string, error) {
 	var raw map[string]json.RawMessage
 	if err := decodeBody(w, r, &raw, settingsSpec, false); err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	changes := make(map[string]*string, len(raw))
 	for name, v := range raw {
@@ -84,17 +111,11 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		}
 		var str string
 		if err := json.Unmarshal(v, &str); err != nil {
-			s.fail(w, r, hub.Errorf(hub.EINVALID, "%s: the value must be a string (a duration as \"90s\"), or null to remove the stored value", hub.Truncate([]byte(name), 64)))
-			return
+			return nil, hub.Errorf(hub.EINVALID, "%s: the value must be a string (a duration as \"90s\"), or null to remove the stored value", hub.Truncate([]byte(name), 64))
 		}
 		changes[name] = &str
 	}
-	view, err := s.settings.Set(r.Context(), changes)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, settingsBody{view})
+	return changes, nil
 }
 
 var settingsTestSpec = bodySpec{
@@ -102,19 +123,67 @@ var settingsTestSpec = bodySpec{
 	shape: `{"what":"tts"}`, limit: 32 << 10,
 }
 
+// settingsTestBody is the body of a settings test.
+type settingsTestBody struct {
+	What     string            `json:"what"`
+	Settings map[string]string `json:"settings"`
+}
+
 func (s *Server) testSettings(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		What     string            `json:"what"`
-		Settings map[string]string `json:"settings"`
+	var body settingsTestBody
+	err := decodeBody(w, r, &body, settingsTestSpec, false)
+	if err == nil {
+		var res hub.SettingsTest
+		if res, err = s.settings.Test(r.Context(), body.What, body.Settings); err == nil {
+			writeJSON(w, http.StatusOK, res)
+			return
+		}
 	}
-	if err := decodeBody(w, r, &body, settingsTestSpec, false); err != nil {
-		s.fail(w, r, err)
-		return
+	s.fail(w, r, err)
+}
+
+// homeSettings answers 503 while the hub has no live settings, and lets
+// only the home's owners and the admin on (a home the caller is not in is
+// the unknown home's 404).
+func (s *Server) homeSettings(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.settings == nil {
+			s.fail(w, r, hub.Errorf(hub.EUNAVAILABLE, "live settings are not set up on this hub"))
+			return
+		}
+		if err := s.accounts.RequireRole(principal(r), r.PathValue("home"), hub.RoleOwner, "read or change its settings"); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		h(w, r)
 	}
-	res, err := s.settings.Test(r.Context(), body.What, body.Settings)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+}
+
+func (s *Server) getHomeSettings(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, settingsBody{s.settings.HomeView(r.PathValue("home"))})
+}
+
+func (s *Server) putHomeSettings(w http.ResponseWriter, r *http.Request) {
+	changes, err := settingChanges(w, r)
+	if err == nil {
+		var view map[string]hub.SettingView
+		if view, err = s.settings.SetHome(r.Context(), r.PathValue("home"), changes); err == nil {
+			writeJSON(w, http.StatusOK, settingsBody{view})
+			return
+		}
 	}
-	writeJSON(w, http.StatusOK, res)
+	s.fail(w, r, err)
+}
+
+func (s *Server) testHomeSettings(w http.ResponseWriter, r *http.Request) {
+	var body settingsTestBody
+	err := decodeBody(w, r, &body, settingsTestSpec, false)
+	if err == nil {
+		var res hub.SettingsTest
+		if res, err = s.settings.TestHome(r.Context(), r.PathValue("home"), body.What, body.Settings); err == nil {
+			writeJSON(w, http.StatusOK, res)
+			return
+		}
+	}
+	s.fail(w, r, err)
 }

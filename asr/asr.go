@@ -7,6 +7,8 @@
 package asr
 
 import (
+	"net/http"
+
 	"github.com/xiaozhi-hub/hub/internal/provider"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 )
@@ -19,6 +21,9 @@ type Settings struct {
 	APIKey   string
 	Model    string // "": the provider's default
 	Language string // the language hint ("zh", "en"); "" lets the model decide
+	// Client, if set, makes the provider's HTTP requests and WebSocket
+	// handshakes (nil: the default client).
+	Client *http.Client
 }
 
 var recognizers = provider.Table[Settings, driver.Recognizer]{
@@ -32,18 +37,18 @@ var recognizers = provider.Table[Settings, driver.Recognizer]{
 			NeedsKey: true, AtDefault: true, Title: "OpenAI", KeyEnv: "OPENAI_API_KEY",
 			Local: "speaches, LocalAI, whisper.cpp",
 			New: func(s Settings) driver.Recognizer {
-				return &OpenAI{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Language: s.Language}
+				return &OpenAI{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Language: s.Language, Client: s.Client}
 			},
 		},
 		{
 			Name: "funasr", Schemes: [2]string{"ws", "wss"}, NeedsBaseURL: "the FunASR server's ws://host:10095",
-			New: func(s Settings) driver.Recognizer { return &FunASR{URL: s.BaseURL} },
+			New: func(s Settings) driver.Recognizer { return &FunASR{URL: s.BaseURL, Client: s.Client} },
 		},
 		{
 			Name: "dashscope", Schemes: [2]string{"ws", "wss"}, BaseURL: DashScopeURL, Model: DashScopeModel,
 			NeedsKey: true, KeyEnv: "DASHSCOPE_API_KEY",
 			New: func(s Settings) driver.Recognizer {
-				return &DashScope{URL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Language: s.Language}
+				return &DashScope{URL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Language: s.Language, Client: s.Client}
 			},
 		},
 	},

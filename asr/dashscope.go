@@ -2,6 +2,7 @@ package asr
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ type DashScope struct {
 	Model    string // default paraformer-realtime-v2
 	Language string // language hint ("zh", "en"); "" lets the model decide
 	Timeout  time.Duration
+	Client   *http.Client // makes the handshake (nil: the default client)
 }
 
 // Start opens the task and waits until the service accepts audio.
@@ -38,7 +40,7 @@ func (d *DashScope) Start(ctx context.Context, language string) (driver.Recognit
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	t, err := dashscope.Dial(dctx, d.URL, d.APIKey, "speech recognition")
+	t, err := dashscope.Dial(dctx, d.URL, d.APIKey, "speech recognition", d.Client)
 	if err != nil {
 		return nil, err
 	}

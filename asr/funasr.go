@@ -3,6 +3,7 @@ package asr
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,6 +22,7 @@ import (
 type FunASR struct {
 	URL     string        // ws://host:port
 	Timeout time.Duration // for connecting and for the final text (default 30 s)
+	Client  *http.Client  // makes the handshake (nil: the default client)
 }
 
 // Start connects and announces an utterance.
@@ -32,7 +34,7 @@ func (f *FunASR) Start(ctx context.Context, language string) (driver.Recognition
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	up := &funASRConn{where: "FunASR at " + f.URL}
-	c, _, err := websocket.Dial(dctx, f.URL, &websocket.DialOptions{Subprotocols: []string{"binary"}})
+	c, _, err := websocket.Dial(dctx, f.URL, &websocket.DialOptions{Subprotocols: []string{"binary"}, HTTPClient: f.Client})
 	if err != nil {
 		return nil, up.fail(err)
 	}

@@ -11,6 +11,9 @@ Object.assign(MESSAGES.en, {
   "settings.test": "Test", "settings.testing": "testing…", "settings.ok": "works",
   "settings.keySet": "set {ago} — type to replace", "settings.keyUnset": "not set",
   "settings.clear": "use the file's value",
+  "settings.homeTitle": "This home's own model and voices", "settings.clearHome": "use the hub's",
+  "settings.homeHelp": "For this home's devices, with your own keys. What you leave empty is the hub's. An address of your own must be on the internet; the hub's keys are never sent to a provider or address you choose.",
+  "source.home": "this home's", "source.hub": "the hub's",
   "source.default": "default", "source.file": "config file", "source.env": "environment", "source.stored": "set here", "source.flag": "fixed by a flag",
   "problem.wrong key": "wrong key", "problem.unreachable": "unreachable", "problem.unknown model": "unknown model",
   "problem.wrong address": "wrong address", "problem.not configured": "not configured", "problem.invalid settings": "invalid settings", "problem.failed": "failed",
@@ -31,6 +34,9 @@ Object.assign(MESSAGES.zh, {
   "settings.test": "测试", "settings.testing": "测试中…", "settings.ok": "正常",
   "settings.keySet": "已设置（{ago}）— 输入新值以替换", "settings.keyUnset": "未设置",
   "settings.clear": "恢复配置文件的值",
+  "settings.homeTitle": "本家庭自己的模型和声音", "settings.clearHome": "改用 hub 的设置",
+  "settings.homeHelp": "用于本家庭的设备，使用你自己的密钥。留空的项使用 hub 的设置。自定义的地址必须在互联网上；hub 的密钥绝不会发往你选择的服务商或地址。",
+  "source.home": "本家庭", "source.hub": "hub",
   "source.default": "默认", "source.file": "配置文件", "source.env": "环境变量", "source.stored": "在此设置", "source.flag": "由启动参数固定",
   "problem.wrong key": "密钥错误", "problem.unreachable": "无法连接", "problem.unknown model": "模型不存在",
   "problem.wrong address": "地址错误", "problem.not configured": "未配置", "problem.invalid settings": "设置无效", "problem.failed": "失败",
@@ -51,30 +57,64 @@ const SETTING_GROUPS = [
   ["tts", ["tts-provider", "tts-model", "tts-voice", "tts-base-url", "tts-api-key"]],
   ["voice", ["conversation-timeout"]],
 ];
-const settingInputs = new Map(); // name → {input, source, view}
-
 // say shows an outcome in out: a translated key, or a server's message.
 function say(out, key, args) {
   if (key instanceof Error) { out._tr = null; out.classList.remove("tr"); out.textContent = key.message; return; }
   live(out, () => t(key, args));
 }
 
-function buildSettings() {
-  const box = $("settingsForm");
-  if (box.childElementCount) return;
-  for (const [group, names] of SETTING_GROUPS) {
+// settingsForm edits the settings at path (/api/settings, the hub's, or a
+// home's own /api/homes/{id}/settings) in groups; each value shows its
+// source, a stored one is removable (clearWhat says what applies then),
+// and keys show only as set. It returns the form; form.show(view) fills it.
+function settingsForm(path, groups, clearWhat, prefix) {
+  const inputs = new Map(); // name → {input, source, clear}
+  const form = el("form", { class: "settings-form", autocomplete: "off" });
+  const saved = el("span", { class: "small settings-out" });
+  const dirty = (names) => {
+    const out = {};
+    for (const n of names) {
+      const s = inputs.get(n);
+      if (s && s.input.dataset.dirty) out[n] = s.input.value.trim();
+    }
+    return out;
+  };
+  const show = (all) => {
+    for (const [name, s] of inputs) {
+      const v = all[name];
+      if (!v) continue;
+      live(s.source, () => t("source." + v.source));
+      s.source.dataset.source = v.source;
+      s.input.disabled = v.source === "flag";
+      s.clear.hidden = v.source !== "stored" && v.source !== "home";
+      if (s.input.type === "password" || v.value === undefined) { // a key, or the hub's address shown to a home
+        s.input.placeholder = v.set ? t("settings.keySet", { ago: ago(v.updated || "") }) : t("settings.keyUnset");
+      } else {
+        setIfIdle(s.input, v.value || "");
+      }
+    }
+  };
+  const save = async (changes) => {
+    try {
+      const r = await api("PUT", path, changes);
+      for (const n of Object.keys(changes)) delete inputs.get(n).input.dataset.dirty;
+      show(r.settings);
+      say(saved, "settings.saved");
+    } catch (e) { say(saved, e); }
+  };
+  for (const [group, names] of groups) {
     const fs = el("fieldset", { class: "settings-group", "data-group": group },
       lx("legend", "", () => t("settings." + group)));
     for (const name of names) {
       const key = name.endsWith("-api-key");
-      const input = el("input", { type: key ? "password" : "text", id: "set-" + name, name, autocomplete: key ? "new-password" : "off", maxlength: "2048", spellcheck: "false", autocapitalize: "none" });
+      const input = el("input", { type: key ? "password" : "text", id: prefix + name, name, autocomplete: key ? "new-password" : "off", maxlength: "2048", spellcheck: "false", autocapitalize: "none" });
       input.addEventListener("input", () => { input.dataset.dirty = "1"; });
       const source = el("span", { class: "tag source" });
       const clear = el("button", { type: "button", class: "plain small clear", hidden: "" });
-      live(clear, () => t("settings.clear"));
-      clear.addEventListener("click", () => saveSettings({ [name]: null }));
+      live(clear, () => t(clearWhat));
+      clear.addEventListener("click", () => save({ [name]: null }));
       fs.append(el("label", { class: "field setting" }, el("span", { class: "row" }, el("code", {}, name), source, clear), input));
-      settingInputs.set(name, { input, source, clear });
+      inputs.set(name, { input, source, clear });
     }
     if (group !== "voice") {
       const out = el("span", { class: "small test-out", "data-what": group });
@@ -84,7 +124,7 @@ function buildSettings() {
         say(out, "settings.testing");
         out.className = "small test-out";
         try {
-          const r = await api("POST", "/api/settings/test", { what: group, settings: dirtySettings(names) });
+          const r = await api("POST", path + "/test", { what: group, settings: dirty(names) });
           out.dataset.problem = r.problem || "";
           out.className = "small test-out " + (r.ok ? "good" : "bad");
           live(out, () => r.ok ? t("settings.ok") : t("problem." + r.problem) + (r.detail ? ": " + r.detail : ""));
@@ -92,55 +132,39 @@ function buildSettings() {
       });
       fs.append(el("div", { class: "row" }, test, out));
     }
-    box.append(fs);
+    form.append(fs);
   }
-  box.append(el("div", { class: "row end" }, lx("button", "", () => t("settings.save")), $("settingsOut")));
-  box.addEventListener("submit", (ev) => { ev.preventDefault(); saveSettings(dirtySettings(Object.keys(Object.fromEntries(settingInputs)))); });
+  form.append(el("div", { class: "row end" }, lx("button", "", () => t("settings.save")), saved));
+  form.addEventListener("submit", (ev) => { ev.preventDefault(); save(dirty([...inputs.keys()])); });
+  form.show = show;
+  return form;
 }
 
-// dirtySettings are the values a person typed among names.
-function dirtySettings(names) {
-  const out = {};
-  for (const n of names) {
-    const s = settingInputs.get(n);
-    if (s && s.input.dataset.dirty) out[n] = s.input.value.trim();
-  }
-  return out;
-}
-
-async function saveSettings(changes) {
-  try {
-    const r = await api("PUT", "/api/settings", changes);
-    for (const n of Object.keys(changes)) delete settingInputs.get(n).input.dataset.dirty;
-    showSettings(r.settings);
-    say($("settingsOut"), "settings.saved");
-  } catch (e) { say($("settingsOut"), e); }
-}
-
-function showSettings(all) {
-  for (const [name, s] of settingInputs) {
-    const v = all[name];
-    if (!v) continue;
-    s.view = v;
-    live(s.source, () => t("source." + v.source));
-    s.source.dataset.source = v.source;
-    s.input.disabled = v.source === "flag";
-    s.clear.hidden = v.source !== "stored";
-    if (s.input.type === "password") {
-      s.input.placeholder = v.set ? t("settings.keySet", { ago: ago(v.updated || "") }) : t("settings.keyUnset");
-    } else {
-      setIfIdle(s.input, v.value || "");
-    }
-  }
-}
-
-// loadSettings shows the settings to the admin (only the admin may read them).
+// loadSettings shows the hub's settings to the admin (only the admin may
+// read them).
+let hubSettings = null;
 async function loadSettings() {
   const admin = !!(me && me.admin);
   $("settingsBox").hidden = !admin;
   if (!admin) return;
-  buildSettings();
-  showSettings((await api("GET", "/api/settings")).settings);
+  if (!hubSettings) {
+    hubSettings = settingsForm("/api/settings", SETTING_GROUPS, "settings.clear", "set-");
+    hubSettings.id = "settingsForm";
+    hubSettings.querySelector(".settings-out").id = "settingsOut";
+    $("settingsForm").replaceWith(hubSettings);
+  }
+  hubSettings.show((await api("GET", "/api/settings")).settings);
+}
+
+// homeSettings is a home's own model and voices, for its owners; what the
+// home does not set is the hub's.
+function homeSettings(id) {
+  const form = settingsForm("/api/homes/" + enc(id) + "/settings", SETTING_GROUPS.filter(([g]) => g !== "voice"), "settings.clearHome", "home-set-");
+  form.id = "homeSettingsForm";
+  const box = el("details", { class: "home-settings" }, lx("summary", "", () => t("settings.homeTitle")),
+    lx("p", "muted small", () => t("settings.homeHelp")), form);
+  api("GET", "/api/homes/" + enc(id) + "/settings").then(v => form.show(v.settings)).catch(e => say(form.querySelector(".settings-out"), e));
+  return box;
 }
 
 // personaForm edits the persona at path (a device's or a home's).
@@ -184,7 +208,8 @@ function homePersona(id, manage) {
   if (box.dataset.home === id && box.dataset.manage === String(manage)) return;
   box.dataset.home = id;
   box.dataset.manage = String(manage);
-  box.replaceChildren(...(manage ? [lx("h3", "", () => t("persona.homeTitle")), personaForm("/api/homes/" + enc(id), "persona.homeInherits")] : []));
+  box.replaceChildren(...(manage ? [lx("h3", "", () => t("persona.homeTitle")), personaForm("/api/homes/" + enc(id), "persona.homeInherits")] : []),
+    ...(mayOwn(id) ? [homeSettings(id)] : []));
 }
 
 // assistantPanel is the persona and memory of a device, in its detail,

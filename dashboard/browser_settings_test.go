@@ -139,11 +139,11 @@ func speak(t *testing.T, c *websocket.Conn) {
 // in its detail.
 func TestBrowserSettingsPersonaAndMemory(t *testing.T) {
 	for _, c := range []struct {
-		lang, saved, wrongKey, stored, forgotten string
-		width                                    int
+		lang, saved, wrongKey, stored, forgotten, home string
+		width                                          int
 	}{
-		{"en-US", "saved: used from the next turn", "wrong key", "set here", "forgotten", 1280},
-		{"zh-CN", "已保存：下一轮对话起生效", "密钥错误", "在此设置", "已忘记", 390},
+		{"en-US", "saved: used from the next turn", "wrong key", "set here", "forgotten", "this home's", 1280},
+		{"zh-CN", "已保存：下一轮对话起生效", "密钥错误", "在此设置", "已忘记", "本家庭", 390},
 	} {
 		t.Run(c.lang, func(t *testing.T) {
 			s := newStandIn(t)
@@ -239,6 +239,31 @@ func TestBrowserSettingsPersonaAndMemory(t *testing.T) {
 				t.Fatalf("the home's persona after saving: %v", p)
 			}
 			b.shot("home-persona")
+			checkFits(t, b, c.width)
+
+			// The home's own model and voices, for its owners: a wrong key
+			// of the home's is tested, a voice saved shows as the home's.
+			b.run(chromedp.Click("#homePersona details.home-settings summary", chromedp.ByQuery))
+			b.waitJS("the home's settings", `document.querySelector("#home-set-tts-voice") && document.querySelector("#home-set-tts-voice").closest("label").querySelector(".source").dataset.source === "hub"`)
+			b.run(chromedp.SendKeys("#home-set-tts-api-key", "sk-wrong", chromedp.ByQuery),
+				chromedp.Click(`#homeSettingsForm button.test[data-what="tts"]`, chromedp.ByQuery))
+			b.waitJS("the home test's answer", `document.querySelector('#homeSettingsForm .test-out[data-what="tts"]').dataset.problem === "wrong key"`)
+			b.eval(`document.querySelector('#homeSettingsForm .test-out[data-what="tts"]').textContent`, &said)
+			if !strings.HasPrefix(said, c.wrongKey) {
+				t.Fatalf("the home's wrong key's test says %q", said)
+			}
+			b.run(chromedp.Evaluate(`(() => { const i = document.querySelector("#home-set-tts-api-key"); i.value = ""; delete i.dataset.dirty; })()`, nil),
+				chromedp.Evaluate(`document.querySelector("#home-set-tts-voice").value = ""`, nil), chromedp.SendKeys("#home-set-tts-voice", "shimmer", chromedp.ByQuery),
+				chromedp.Click(`#homeSettingsForm > .row.end button`, chromedp.ByQuery))
+			b.waitJS("the home's voice saved", `document.querySelector('#home-set-tts-voice').closest("label").querySelector(".source").textContent === `+jsString(c.home))
+			hs := mustAs(t, h, servertest.Token, "GET", "/api/homes/"+homeID+"/settings", nil)["settings"].(map[string]any)
+			if v := hs["tts-voice"].(map[string]any); v["value"] != "shimmer" || v["source"] != "home" {
+				t.Fatalf("the home's tts-voice after saving: %v", v)
+			}
+			if k := hs["tts-api-key"].(map[string]any); k["source"] != "hub" {
+				t.Fatalf("a tested key was stored: %v", k)
+			}
+			b.shot("home-settings")
 			checkFits(t, b, c.width)
 		})
 	}

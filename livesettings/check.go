@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -44,10 +45,8 @@ const testTimeout = 20 * time.Second
 // or setting name is an EINVALID error; everything else is an answer.
 func (s *Service) Test(ctx context.Context, what string, given map[string]string) (hub.SettingsTest, error) {
 	r := hub.SettingsTest{What: what}
-	switch what {
-	case TestAgent, TestASR, TestTTS:
-	default:
-		return r, hub.Errorf(hub.EINVALID, "what: %q is not agent, asr or tts", hub.Truncate([]byte(what), 32))
+	if err := checkWhat(what); err != nil {
+		return r, err
 	}
 	for name := range given {
 		if _, err := lookup(name); err != nil {
@@ -58,48 +57,60 @@ func (s *Service) Test(ctx context.Context, what string, given map[string]string
 	if err != nil {
 		return problem(r, ProblemInvalid, err), nil
 	}
+	return s.run(ctx, r, cfg, nil), nil
+}
+
+// checkWhat refuses a test of something but the agent, asr or tts.
+func checkWhat(what string) error {
+	switch what {
+	case TestAgent, TestASR, TestTTS:
+		return nil
+	}
+	return hub.Errorf(hub.EINVALID, "what: %q is not agent, asr or tts", hub.Truncate([]byte(what), 32))
+}
+
+// run makes r.What's smallest request with the providers cfg makes (own:
+// build's) and fills in what failed.
+func (s *Service) run(ctx context.Context, r hub.SettingsTest, cfg config.Config, own map[string]bool) hub.SettingsTest {
+	c, err := s.build(cfg, own)
+	if err != nil {
+		return problem(r, ProblemInvalid, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, testTimeout)
 	defer cancel()
-	switch what {
+	switch r.What {
 	case TestAgent:
-		err = s.testAgent(ctx, cfg)
+		err = testAgent(ctx, c)
 	case TestASR:
-		err = s.testASR(ctx, cfg)
+		err = testASR(ctx, c)
 	default:
-		err = s.testTTS(ctx, cfg)
+		err = testTTS(ctx, c)
 	}
 	if err != nil {
-		return problem(r, classify(err), err), nil
+		return problem(r, classify(err), err)
 	}
 	r.OK = true
-	return r, nil
+	return r
 }
 
 // errNotConfigured marks a provider the settings do not name.
 var errNotConfigured = errors.New("not configured")
 
-func (s *Service) testAgent(ctx context.Context, cfg config.Config) error {
-	c, err := s.build(cfg)
-	if err != nil {
-		return err
-	}
+func testAgent(ctx context.Context, c *Current) error {
 	if c.LLM == nil {
 		return notConfigured(c.LLMErr)
 	}
-	_, err = c.LLM.Chat(ctx, agent.Request{Model: c.Agent.Model, MaxTokens: 16,
+	_, err := c.LLM.Chat(ctx, agent.Request{Model: c.Agent.Model, MaxTokens: 16,
 		Messages: []agent.Message{{Role: agent.RoleUser, Text: "Say OK."}}}, nil)
 	return err
 }
 
-func (s *Service) testASR(ctx context.Context, cfg config.Config) error {
-	rec, _, err := cfg.Speech()
-	if err != nil {
-		return err
-	}
+func testASR(ctx context.Context, c *Current) error {
+	rec := c.Recognizer
 	if rec == nil {
 		return notConfigured(errors.New("asr-provider is empty: set it to " + strings.Join(asr.Providers(), ", ")))
 	}
-	r, err := rec.Start(ctx, cfg.ASRLanguage)
+	r, err := rec.Start(ctx, c.Config.ASRLanguage)
 	if err != nil {
 		return err
 	}
@@ -111,15 +122,12 @@ func (s *Service) testASR(ctx context.Context, cfg config.Config) error {
 	return err
 }
 
-func (s *Service) testTTS(ctx context.Context, cfg config.Config) error {
-	_, syn, err := cfg.Speech()
-	if err != nil {
-		return err
-	}
+func testTTS(ctx context.Context, c *Current) error {
+	syn := c.Synthesizer
 	if syn == nil {
 		return notConfigured(errors.New("tts-provider is empty: set it to " + strings.Join(tts.Providers(), ", ")))
 	}
-	sp, err := syn.Synthesize(ctx, "OK", cfg.TTSVoice)
+	sp, err := syn.Synthesize(ctx, "OK", c.Config.TTSVoice)
 	if err != nil {
 		return err
 	}
@@ -140,6 +148,13 @@ func notConfigured(err error) error { return errors.Join(errNotConfigured, err) 
 func problem(r hub.SettingsTest, p string, err error) hub.SettingsTest {
 	r.Problem = p
 	msg := hub.ErrorMessage(err)
+	if hub.ErrorCode(err) == hub.EINTERNAL { // the provider's or the connection's own words, which say where it failed and why
+		if pe, ok := errors.AsType[*agent.ProviderError](err); ok {
+			msg = pe.Error()
+		} else if op, ok := errors.AsType[*net.OpError](err); ok {
+			msg = op.Error()
+		}
+	}
 	if errors.Is(err, errNotConfigured) {
 		msg = strings.TrimPrefix(msg, errNotConfigured.Error()+"\n")
 	}

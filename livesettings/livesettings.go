@@ -29,7 +29,9 @@ import (
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
+	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/config"
+	"github.com/xiaozhi-hub/hub/tts"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 )
 
@@ -43,6 +45,8 @@ type Store interface {
 // Options configure a Service.
 type Options struct {
 	Store Store // required
+	// Homes keeps the homes' own settings; nil: homes set none.
+	Homes HomeStore
 	// Base is the configuration the hub started with (validated).
 	Base config.Config
 	// Sources says where each of Base's values came from
@@ -74,6 +78,7 @@ type Service struct {
 	opts   Options
 	mu     sync.Mutex // one change at a time
 	stored map[string]hub.StoredSetting
+	homes  map[string]*homeState // by home id (home.go)
 	cur    atomic.Pointer[Current]
 }
 
@@ -109,6 +114,9 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		}
 	}
 	s.cur.Store(cur)
+	if err := s.loadHomes(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -156,18 +164,33 @@ func (s *Service) make(stored map[string]hub.StoredSetting) (*Current, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.build(cfg)
+	return s.build(cfg, nil)
 }
 
-// build makes the providers of cfg.
-func (s *Service) build(cfg config.Config) (*Current, error) {
-	rec, syn, err := cfg.Speech()
+// build makes the providers of cfg; those of the connections in own (a
+// home's own: home.go) reach only public addresses.
+func (s *Service) build(cfg config.Config, own map[string]bool) (*Current, error) {
+	as, ts := cfg.ASR(), cfg.TTS()
+	if own[TestASR] {
+		as.Client = publicOnly
+	}
+	if own[TestTTS] {
+		ts.Client = publicOnly
+	}
+	rec, err := asr.New(as)
+	if err != nil {
+		return nil, hub.Errorf(hub.EINVALID, "%v", err)
+	}
+	syn, err := tts.New(ts)
 	if err != nil {
 		return nil, hub.Errorf(hub.EINVALID, "%v", err)
 	}
 	c := &Current{Config: cfg, Recognizer: rec, Synthesizer: syn}
 	a := s.opts.Agent
 	a.Provider, a.Model, a.APIKey, a.BaseURL, a.AuthToken = cfg.AgentProvider, cfg.AgentModel, cfg.AgentAPIKey, cfg.AgentBaseURL, cfg.AgentAuthToken
+	if own[TestAgent] {
+		a.HTTPClient = publicOnly
+	}
 	c.Agent, c.LLM, c.LLMErr = a.Complete()
 	if c.LLMErr != nil {
 		// Not the caller's fault: this hub has no model set up.

@@ -123,6 +123,10 @@ func (s *Service) remember(ctx context.Context, deviceID string, said []exchange
 	for _, e := range said {
 		fmt.Fprintf(&b, "Person: %s\nAssistant: %s\n", e.heard, e.answer)
 	}
+	// Written as the device's voice, so that the model is its home's.
+	if d, err := s.opts.Devices.DeviceAs(hub.Admin, deviceID); err == nil {
+		ctx = hub.WithPrincipal(ctx, hub.DevicePrincipal(deviceID, d.Home))
+	}
 	resp, err := s.opts.Model.Chat(ctx, agent.Request{
 		System: fmt.Sprintf(MemoryPrompt, s.opts.MaxMemory), MaxTokens: 800,
 		Messages: []agent.Message{{Role: agent.RoleUser, Text: b.String()}},

@@ -51,7 +51,8 @@ type Options struct {
 	Store   Store   // required
 	Devices Devices // required
 	Homes   Homes   // nil: no homes (only the admin reaches personas)
-	// Model writes the memories (livesettings.LLM: the configured model).
+	// Model writes the memories (livesettings.LLM: the configured model;
+	// asked as the device's voice, hub.DevicePrincipal, so its home's).
 	Model agent.Provider
 	// MaxMemory bounds a device's memory, in characters (default 1,000).
 	MaxMemory int

@@ -20,7 +20,7 @@ import (
 func (h *Hub) openLive(ctx context.Context) error {
 	var err error
 	h.live, err = livesettings.Open(ctx, livesettings.Options{
-		Store: h.store, Base: h.cfg, Sources: h.sources, Logger: h.log.With("component", "settings"),
+		Store: h.store, Homes: h.store, Base: h.cfg, Sources: h.sources, Logger: h.log.With("component", "settings"),
 	})
 	if err != nil {
 		return err
@@ -46,11 +46,16 @@ type liveAgent struct {
 
 func (a liveAgent) Ready() error { return a.llm.Ready() }
 
-// liveParts gives the voice engine the providers and settings in force.
-func (h *Hub) liveParts() voice.Parts {
-	c := h.live.Current()
+// liveParts gives the voice engine the providers and settings in force
+// for a device: its home's own, else the hub's.
+func (h *Hub) liveParts(deviceID string) voice.Parts {
+	var home string
+	if d, err := h.Registry.Device(deviceID); err == nil {
+		home = d.Home
+	}
+	c := h.live.For(home)
 	return voice.Parts{Recognizer: c.Recognizer, Synthesizer: c.Synthesizer,
-		Voice: c.Config.TTSVoice, Language: c.Config.ASRLanguage, Silence: c.Config.ConversationTimeout}
+		Voice: c.Config.TTSVoice, Language: c.Config.ASRLanguage, Silence: c.Config.ConversationTimeout, Unready: c.LLMErr}
 }
 
 // personaBrain answers spoken turns as the device's persona, with what it

@@ -24,10 +24,13 @@ type standIn struct {
 	t   *testing.T
 	srv *httptest.Server
 	key string
+	// homeKey is a home owner's own key, accepted as well as key.
+	homeKey string
 
 	mu      sync.Mutex
 	says    []string // what the recognizer hears, one per utterance (then "Hello there.")
 	voices  []string // the voice of each synthesis
+	keys    []string // the key of each synthesis
 	systems []string // the system prompt of each turn's model call
 }
 
@@ -42,7 +45,8 @@ func newStandIn(t *testing.T, says ...string) *standIn {
 const memoryFact = "The person's cat is called Tom."
 
 func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+s.key {
+	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if key != s.key && (s.homeKey == "" || key != s.homeKey) {
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided: sk-w***. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`)
 		return
@@ -64,6 +68,7 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		s.mu.Lock()
 		s.voices = append(s.voices, req.Voice)
+		s.keys = append(s.keys, key)
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "audio/pcm")
 		_, _ = w.Write(make([]byte, 2*24000/5)) // 200 ms of silence at 24 kHz
@@ -134,6 +139,16 @@ func (s *standIn) lastVoice() string {
 	return s.voices[len(s.voices)-1]
 }
 
+// lastSpeech is the voice and key of the last synthesis.
+func (s *standIn) lastSpeech() (voice, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.voices) == 0 {
+		return "", ""
+	}
+	return s.voices[len(s.voices)-1], s.keys[len(s.keys)-1]
+}
+
 func (s *standIn) lastSystem() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,7 +160,12 @@ func (s *standIn) lastSystem() string {
 
 // liveHub runs a hub whose agent, recognition and synthesis are s.
 func liveHub(t *testing.T, s *standIn, dir string, edit func(*server.Config)) *testHub {
-	return startHub(t, dir, func(c *server.Config) {
+	return startHub(t, dir, s.config(edit))
+}
+
+// config sets a hub's agent, recognition and synthesis to s, then edit.
+func (s *standIn) config(edit func(*server.Config)) func(*server.Config) {
+	return func(c *server.Config) {
 		base := s.srv.URL + "/v1"
 		c.AgentProvider, c.AgentBaseURL, c.AgentAPIKey, c.AgentModel = "openai", base, s.key, "test-model"
 		c.ASRProvider, c.ASRBaseURL, c.ASRAPIKey = "openai", base, s.key
@@ -153,7 +173,7 @@ func liveHub(t *testing.T, s *standIn, dir string, edit func(*server.Config)) *t
 		if edit != nil {
 			edit(c)
 		}
-	})
+	}
 }
 
 // spokenTurn has a person press the button of device c, speak and let go,

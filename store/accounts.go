@@ -114,9 +114,25 @@ func (s *Store) SaveHome(ctx context.Context, h hub.Home) error {
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, members = excluded.members`, h.ID, h.Name, created, string(members))
 }
 
-// DeleteHome removes a home (its devices keep its id until moved).
+// DeleteHome removes a home with its own settings (keys included) and its
+// persona, in one transaction; its devices keep its id until moved.
 func (s *Store) DeleteHome(ctx context.Context, id string) error {
-	return s.execWrite(ctx, "delete home "+id, `DELETE FROM homes WHERE id = ?`, id)
+	err := s.write(ctx, func(w *wtx) error {
+		for _, q := range []string{
+			`DELETE FROM homes WHERE id = ?`,
+			`DELETE FROM home_settings WHERE home = ?`,
+			`DELETE FROM personas WHERE scope = 'home' AND id = ?`,
+		} {
+			if _, err := w.exec(q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete home %s: %w", id, err)
+	}
+	return nil
 }
 
 // SaveToken inserts or replaces a user token.

@@ -56,6 +56,53 @@ func (s *Store) SaveSettings(ctx context.Context, set []hub.StoredSetting, unset
 	return nil
 }
 
+// LoadHomeSettings returns every home's own stored settings, by home
+// (livesettings.Store).
+func (s *Store) LoadHomeSettings(ctx context.Context) (map[string][]hub.StoredSetting, error) {
+	out := map[string][]hub.StoredSetting{}
+	err := s.each(ctx, `SELECT home, name, value, updated FROM home_settings ORDER BY home, name`, func(rows *sql.Rows) error {
+		var home string
+		var st hub.StoredSetting
+		var updated sql.NullInt64
+		if err := rows.Scan(&home, &st.Name, &st.Value, &updated); err != nil {
+			return err
+		}
+		st.Updated = timeCol(updated)
+		out[home] = append(out[home], st)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load home settings: %w", err)
+	}
+	return out, nil
+}
+
+// SaveHomeSettings stores set and removes the names in unset for one
+// home, in one transaction.
+func (s *Store) SaveHomeSettings(ctx context.Context, home string, set []hub.StoredSetting, unset []string) error {
+	err := s.write(ctx, func(w *wtx) error {
+		for _, st := range set {
+			updated, err := timeArg(st.Updated)
+			if err != nil {
+				return err
+			}
+			if _, err := w.exec(`INSERT OR REPLACE INTO home_settings (home, name, value, updated) VALUES (?, ?, ?, ?)`, home, st.Name, st.Value, updated); err != nil {
+				return err
+			}
+		}
+		for _, name := range unset {
+			if _, err := w.exec(`DELETE FROM home_settings WHERE home = ? AND name = ?`, home, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save settings of home %s: %w", home, err)
+	}
+	return nil
+}
+
 // Persona returns the persona stored for a device or a home (scope
 // "device" or "home"); a zero Persona when none is.
 func (s *Store) Persona(ctx context.Context, scope, id string) (hub.Persona, error) {

@@ -3,6 +3,7 @@ package tts
 import (
 	"context"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/xiaozhi-hub/hub/internal/dashscope"
@@ -23,6 +24,7 @@ type DashScope struct {
 	Voice      string // default longxiaochun_v2
 	SampleRate int    // default 24000
 	MaxSpeech  time.Duration
+	Client     *http.Client // makes the handshake (nil: the default client)
 }
 
 // Synthesize starts the speech of text in voice ("": d.Voice).
@@ -40,7 +42,7 @@ func (d *DashScope) Synthesize(ctx context.Context, text, voice string) (driver.
 	if rate <= 0 {
 		rate = 24000
 	}
-	t, err := dashscope.Dial(ctx, d.URL, d.APIKey, "speech synthesis")
+	t, err := dashscope.Dial(ctx, d.URL, d.APIKey, "speech synthesis", d.Client)
 	if err != nil {
 		return nil, err
 	}

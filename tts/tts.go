@@ -10,6 +10,7 @@ package tts
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/xiaozhi-hub/hub/internal/provider"
 	"github.com/xiaozhi-hub/hub/voice/driver"
@@ -25,6 +26,9 @@ type Settings struct {
 	Model      string // "": the provider's default
 	Voice      string // "": the provider's default
 	SampleRate int    // of the PCM the provider sends, 8000..48000 (OpenAI: 24000)
+	// Client, if set, makes the provider's HTTP requests and WebSocket
+	// handshakes (nil: the default client).
+	Client *http.Client
 }
 
 var synthesizers = provider.Table[Settings, driver.Synthesizer]{
@@ -38,14 +42,14 @@ var synthesizers = provider.Table[Settings, driver.Synthesizer]{
 			NeedsKey: true, AtDefault: true, Title: "OpenAI", KeyEnv: "OPENAI_API_KEY",
 			Local: "Kokoro-FastAPI, speaches, LocalAI",
 			New: func(s Settings) driver.Synthesizer {
-				return &OpenAI{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Voice: s.Voice, SampleRate: s.SampleRate}
+				return &OpenAI{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Voice: s.Voice, SampleRate: s.SampleRate, Client: s.Client}
 			},
 		},
 		{
 			Name: "dashscope", Schemes: [2]string{"ws", "wss"}, BaseURL: DashScopeURL, Model: DashScopeModel,
 			NeedsKey: true, KeyEnv: "DASHSCOPE_API_KEY",
 			New: func(s Settings) driver.Synthesizer {
-				return &DashScope{URL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Voice: s.Voice, SampleRate: s.SampleRate}
+				return &DashScope{URL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Voice: s.Voice, SampleRate: s.SampleRate, Client: s.Client}
 			},
 		},
 	},

@@ -69,7 +69,7 @@ type Conversation struct {
 }
 
 func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
-	parts := e.parts()
+	parts := e.parts(deviceID)
 	c := &Conversation{e: e, deviceID: deviceID, language: language, down: down, out: out, opened: time.Now(),
 		missing: e.missing(parts), silenceFor: parts.Silence, hubLanguage: parts.Language}
 	c.quietUntil = c.opened.Add(c.silenceFor)

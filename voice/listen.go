@@ -174,7 +174,7 @@ func (c *Conversation) recognize(u *utterance, prev *turn) {
 	if prev != nil {
 		<-prev.done // its tts stop and record come before anything of this turn
 	}
-	parts := c.e.parts()
+	parts := c.e.parts(c.deviceID)
 	hint := c.language
 	if parts.Language != "" {
 		hint = "" // the hub's setting (asr-language) wins: the provider applies it

@@ -262,7 +262,7 @@ func (c *Conversation) newDownlink(t *turn) *downlink {
 
 // speak synthesises text and sends it as paced Opus frames.
 func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text string) error {
-	parts := c.e.parts()
+	parts := c.e.parts(c.deviceID)
 	if parts.Synthesizer == nil {
 		return nil
 	}

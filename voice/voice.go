@@ -124,8 +124,9 @@ type Options struct {
 	// open (the silence limit, what is missing), at each utterance
 	// (recognition, language) and at each sentence spoken (synthesis,
 	// voice), and replaces Recognizer, Synthesizer, Voice, Language and
-	// Silence, so that a change applies from the next turn on.
-	Parts func() Parts
+	// Silence, so that a change applies from the next turn on. It is
+	// asked for one device: a home's own settings apply to its devices.
+	Parts func(deviceID string) Parts
 	// OnTurn receives the record of every finished turn (for the event
 	// log and metrics); it must not block.
 	OnTurn func(TurnRecord)
@@ -140,15 +141,22 @@ type Parts struct {
 	Voice       string
 	Language    string
 	Silence     time.Duration
+	// Unready, if set, is why the Brain cannot answer with these settings
+	// (no model); it replaces Brain.Ready.
+	Unready error
 }
 
 // parts returns the current parts: Options.Parts' or the fixed ones.
-func (e *Engine) parts() Parts {
+func (e *Engine) parts(deviceID string) Parts {
 	if e.opts.Parts == nil {
-		return Parts{Recognizer: e.opts.Recognizer, Synthesizer: e.opts.Synthesizer,
+		p := Parts{Recognizer: e.opts.Recognizer, Synthesizer: e.opts.Synthesizer,
 			Voice: e.opts.Voice, Language: e.opts.Language, Silence: e.opts.Silence}
+		if e.opts.Brain != nil {
+			p.Unready = e.opts.Brain.Ready()
+		}
+		return p
 	}
-	p := e.opts.Parts()
+	p := e.opts.Parts(deviceID)
 	if p.Silence <= 0 {
 		p.Silence = defaultSilence
 	}
@@ -228,7 +236,7 @@ func (e *Engine) missing(p Parts) string {
 	if p.Synthesizer == nil {
 		need = append(need, "tts-provider")
 	}
-	if e.opts.Brain == nil || e.opts.Brain.Ready() != nil {
+	if e.opts.Brain == nil || p.Unready != nil {
 		need = append(need, "agent-provider")
 	}
 	if len(need) == 0 && e.opts.Codec == nil {

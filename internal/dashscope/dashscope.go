@@ -52,8 +52,9 @@ type Task struct {
 }
 
 // Dial connects to url ("" for URL) with the API key, for a task of the
-// service named what (in errors).
-func Dial(ctx context.Context, url, apiKey, what string) (*Task, error) {
+// service named what (in errors); client makes the handshake (nil: the
+// default client).
+func Dial(ctx context.Context, url, apiKey, what string, client *http.Client) (*Task, error) {
 	if url == "" {
 		url = URL
 	}
@@ -61,7 +62,7 @@ func Dial(ctx context.Context, url, apiKey, what string) (*Task, error) {
 	_, _ = rand.Read(id[:])
 	t := &Task{id: hex.EncodeToString(id[:]), what: what,
 		where: "DashScope at " + strings.TrimPrefix(strings.TrimPrefix(url, "wss://"), "ws://")}
-	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + apiKey}}})
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + apiKey}}, HTTPClient: client})
 	if err != nil {
 		return nil, t.fail(err)
 	}

@@ -51,7 +51,7 @@ func TestTask(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	task, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), "sk-ds", "speech synthesis")
+	task, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), "sk-ds", "speech synthesis", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
