@@ -88,6 +88,10 @@ type Node struct {
 	accountsLocal AccountsStore      // set by AccountsStore
 	services      ServicesManager    // set by ServeServices (under mu)
 	servicesLocal ServicesStore      // set by ServicesStore (under mu)
+	// settingsLocal and settingsReload are set by SettingsStore and
+	// ServeSettings (under mu).
+	settingsLocal  SettingsStore
+	settingsReload SettingsReloader
 	js            jetstream.JetStream
 	history       jetstream.Stream
 	hist          history
