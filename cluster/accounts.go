@@ -104,9 +104,13 @@ func (s *sharedAccounts) SaveHome(ctx context.Context, h hub.Home) error {
 	return s.AccountsStore.SaveHome(ctx, h)
 }
 
+// DeleteHome removes the home, and its own settings and persona, which
+// each node's store deletes with it (settings.go).
 func (s *sharedAccounts) DeleteHome(ctx context.Context, id string) error {
-	if err := s.n.remove(ctx, homeKey(id)); err != nil {
-		return unshared("the removal of the home "+id, err)
+	for _, k := range append(s.n.homeSettingsKeys(id), personaKey("home", id), homeKey(id)) {
+		if err := s.n.remove(ctx, k); err != nil {
+			return unshared("the removal of the home "+id, err)
+		}
 	}
 	return s.AccountsStore.DeleteHome(ctx, id)
 }

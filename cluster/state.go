@@ -30,7 +30,7 @@ func parseKey(k string) (kind, id, name string, ok bool) {
 	if !ok {
 		return "", "", "", false
 	}
-	if parts[0] == "i" {
+	if parts[0] == "i" || parts[0] == "lh" { // a device's thing, a home's setting
 		if len(parts) != 3 {
 			return "", "", "", false
 		}
@@ -483,6 +483,8 @@ func (n *Node) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		err = n.applyAccounts(ctx, k, kind, id, e.Value(), deleted)
 	case kind == "sv":
 		err = n.applyService(ctx, id)
+	case isSettingsKind(kind):
+		err = n.applySetting(ctx, k)
 	case kind == "a" && !deleted && n.trust != nil:
 		var d decision
 		if err = json.Unmarshal(e.Value(), &d); err == nil {

@@ -91,15 +91,15 @@ func homeConfig(hubCfg config.Config, stored map[string]hub.StoredSetting) (conf
 	return cfg, own, nil
 }
 
-// loadHomes reads the homes' stored settings at Open.
-func (s *Service) loadHomes(ctx context.Context) error {
-	s.homes = map[string]*homeState{}
+// loadHomes reads the homes' stored settings (Reload).
+func (s *Service) loadHomes(ctx context.Context) (map[string]*homeState, error) {
+	homes := map[string]*homeState{}
 	if s.opts.Homes == nil {
-		return nil
+		return homes, nil
 	}
 	all, err := s.opts.Homes.LoadHomeSettings(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for home, list := range all {
 		hs := &homeState{stored: map[string]hub.StoredSetting{}}
@@ -108,9 +108,9 @@ func (s *Service) loadHomes(ctx context.Context) error {
 				hs.stored[st.Name] = st
 			}
 		}
-		s.homes[home] = hs
+		homes[home] = hs
 	}
-	return nil
+	return homes, nil
 }
 
 // For returns what the settings make for a device in home: the hub's

@@ -93,31 +93,48 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	list, err := opts.Store.LoadSettings(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s := &Service{opts: opts, stored: map[string]hub.StoredSetting{}}
-	for _, st := range list {
-		if _, err := lookup(st.Name); err != nil {
-			opts.Logger.Warn("a stored setting is not known to this hub; ignored", "setting", st.Name)
-			continue
-		}
-		s.stored[st.Name] = st
-	}
-	cur, err := s.make(s.stored)
-	if err != nil {
-		opts.Logger.Warn("the stored settings do not make a valid configuration; using the file's, flags' and environment's until they are set again", "err", err)
-		s.stored = map[string]hub.StoredSetting{}
-		if cur, err = s.make(s.stored); err != nil {
-			return nil, err
-		}
-	}
-	s.cur.Store(cur)
-	if err := s.loadHomes(ctx); err != nil {
+	s := &Service{opts: opts}
+	if err := s.Reload(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Reload reads the stored settings, the hub's and the homes', and applies
+// them (at Open, and on a cluster node after another node's change reached
+// its store). Stored settings that no longer make a valid configuration
+// (a provider this build lacks) are left out, with a warning, rather than
+// keeping the hub from starting.
+func (s *Service) Reload(ctx context.Context) error {
+	s.mu.Lock() // a change made meanwhile is read, not overwritten
+	defer s.mu.Unlock()
+	list, err := s.opts.Store.LoadSettings(ctx)
+	if err != nil {
+		return err
+	}
+	stored := map[string]hub.StoredSetting{}
+	for _, st := range list {
+		if _, err := lookup(st.Name); err != nil {
+			s.opts.Logger.Warn("a stored setting is not known to this hub; ignored", "setting", st.Name)
+			continue
+		}
+		stored[st.Name] = st
+	}
+	cur, err := s.make(stored)
+	if err != nil {
+		s.opts.Logger.Warn("the stored settings do not make a valid configuration; using the file's, flags' and environment's until they are set again", "err", err)
+		stored = map[string]hub.StoredSetting{}
+		if cur, err = s.make(stored); err != nil {
+			return err
+		}
+	}
+	homes, err := s.loadHomes(ctx)
+	if err != nil {
+		return err
+	}
+	s.stored, s.homes = stored, homes
+	s.cur.Store(cur)
+	return nil
 }
 
 // Current returns what the settings make now.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/agent"
+	"github.com/xiaozhi-hub/hub/cluster"
 	"github.com/xiaozhi-hub/hub/livesettings"
 	"github.com/xiaozhi-hub/hub/persona"
 	"github.com/xiaozhi-hub/hub/protocol"
@@ -17,17 +18,27 @@ import (
 // openLive opens the live settings (stored ones over the configuration:
 // the agent's model and the speech providers, rebuilt on each change) and
 // the personas and memories of the devices' assistant.
+// In a cluster they are the cluster's (cluster/settings.go).
 func (h *Hub) openLive(ctx context.Context) error {
+	var st cluster.SettingsStore = h.store
+	if h.cluster != nil {
+		st = h.cluster.Node.SettingsStore(h.store)
+	}
 	var err error
 	h.live, err = livesettings.Open(ctx, livesettings.Options{
-		Store: h.store, Homes: h.store, Base: h.cfg, Sources: h.sources, Logger: h.log.With("component", "settings"),
+		Store: st, Homes: st, Base: h.cfg, Sources: h.sources, Logger: h.log.With("component", "settings"),
 	})
 	if err != nil {
 		return err
 	}
+	if h.cluster != nil {
+		if err := h.cluster.Node.ServeSettings(ctx, h.live); err != nil {
+			return err
+		}
+	}
 	reg := h.Registry
 	h.personas = persona.New(persona.Options{
-		Store: h.store, Devices: reg, Homes: h.accounts, Model: h.live.LLM(),
+		Store: st, Devices: reg, Homes: h.accounts, Model: h.live.LLM(),
 		Logger: h.log.With("component", "persona"),
 		OnMemory: func(m hub.Memory) {
 			reg.Record(hub.EventMemoryUpdated, m.Device, map[string]int{"chars": len([]rune(m.Text))})

@@ -169,3 +169,49 @@ func (s *Store) SaveMemory(ctx context.Context, m hub.Memory) error {
 	}
 	return s.execWrite(ctx, "save memory", `INSERT OR REPLACE INTO memories (device, text, updated) VALUES (?, ?, ?)`, m.Device, m.Text, at)
 }
+
+// Personas returns every stored persona, by scope ("device", "home") and
+// id (for a cluster node to share what it had before it joined).
+func (s *Store) Personas(ctx context.Context) (map[string]map[string]hub.Persona, error) {
+	out := map[string]map[string]hub.Persona{}
+	err := s.each(ctx, `SELECT scope, id, persona, updated FROM personas`, func(rows *sql.Rows) error {
+		var scope, id, data string
+		var updated sql.NullInt64
+		if err := rows.Scan(&scope, &id, &data, &updated); err != nil {
+			return err
+		}
+		var p hub.Persona
+		if err := json.Unmarshal([]byte(data), &p); err != nil {
+			return fmt.Errorf("persona of %s %s: %w", scope, id, err)
+		}
+		p.Updated = timeCol(updated)
+		if out[scope] == nil {
+			out[scope] = map[string]hub.Persona{}
+		}
+		out[scope][id] = p
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load personas: %w", err)
+	}
+	return out, nil
+}
+
+// Memories returns every device's stored memory.
+func (s *Store) Memories(ctx context.Context) ([]hub.Memory, error) {
+	var out []hub.Memory
+	err := s.each(ctx, `SELECT device, text, updated FROM memories ORDER BY device`, func(rows *sql.Rows) error {
+		var m hub.Memory
+		var updated sql.NullInt64
+		if err := rows.Scan(&m.Device, &m.Text, &updated); err != nil {
+			return err
+		}
+		m.Updated = timeCol(updated)
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load memories: %w", err)
+	}
+	return out, nil
+}
