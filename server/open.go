@@ -80,7 +80,8 @@ func (h *Hub) openTrust(ctx context.Context) error {
 	}
 	var offer *ota.MQTT
 	if h.mqtt != nil {
-		offer = h.mqtt.offer()
+		offer = &ota.MQTT{}
+		offer.Host, offer.Port = h.mqtt.Offer()
 	}
 	var err error
 	h.trust, err = ota.New(ctx, ota.Options{
@@ -238,9 +239,11 @@ func (h *Hub) routes() *http.ServeMux {
 	mux.Handle("GET /xiaozhi/v1/", h.devices)
 	h.mountServices(mux)
 	h.trust.Register(mux)
-	if h.mqtt != nil && h.mqtt.router != nil {
-		// The external broker checks device logins here (its own secret, not the admin token).
-		mux.Handle("POST /mqtt/auth", h.mqttAuth())
+	if h.mqtt != nil {
+		if auth := h.mqtt.AuthHandler(); auth != nil {
+			// The external broker checks device logins here (its own secret, not the admin token).
+			mux.Handle("POST /mqtt/auth", auth)
+		}
 	}
 	ready := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -18,6 +18,7 @@ import (
 	"github.com/xiaozhi-hub/hub/livesettings"
 	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/metrics"
+	"github.com/xiaozhi-hub/hub/mqttudp"
 	"github.com/xiaozhi-hub/hub/oauth"
 	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/persona"
@@ -53,7 +54,7 @@ type Hub struct {
 	closeMCP func() // once: ending the HTTP server and closing the MCP server both need it
 	voice    *voice.Engine
 	devices  *session.Server
-	mqtt     *mqttSide // nil unless mqtt-listen or mqtt-broker is set
+	mqtt     *mqttudp.Transport // nil unless mqtt-listen or mqtt-broker is set
 	http     *http.Server
 	ln       net.Listener
 	// refusals limits the logging and recording of refused devices, for
@@ -150,10 +151,7 @@ func (h *Hub) MQTTAddr() string {
 	if h.mqtt == nil {
 		return ""
 	}
-	if h.mqtt.broker == nil {
-		return ""
-	}
-	return h.mqtt.broker.Addr()
+	return h.mqtt.MQTTAddr()
 }
 
 // UDPAddr is the address of the UDP audio server ("" when mqtt-listen is
@@ -162,7 +160,7 @@ func (h *Hub) UDPAddr() string {
 	if h.mqtt == nil {
 		return ""
 	}
-	return h.mqtt.audio.Addr().String()
+	return h.mqtt.UDPAddr()
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -172,7 +170,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	h.log.Info("hub listening", "addr", h.ln.Addr().String(), "ota", h.OTAURL(), "devices", h.DeviceURL(),
 		"deviceAuth", h.cfg.DeviceAuth, "api", h.URL()+"/api/devices")
 	if h.mqtt != nil {
-		h.log.Info("MQTT+UDP transport listening", "mqtt", h.MQTTAddr(), "broker", h.cfg.MQTTBroker != "", "udp", h.mqtt.audio.Addr().String())
+		h.log.Info("MQTT+UDP transport listening", "mqtt", h.MQTTAddr(), "broker", h.cfg.MQTTBroker != "", "udp", h.UDPAddr())
 	}
 	select {
 	case err := <-errc:

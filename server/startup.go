@@ -2,11 +2,10 @@ package server
 
 import (
 	"net"
-	"net/netip"
-	"path/filepath"
-	"strings"
 
 	"github.com/xiaozhi-hub/hub/config"
+	"github.com/xiaozhi-hub/hub/internal/datadir"
+	"github.com/xiaozhi-hub/hub/internal/httpx"
 )
 
 // Startup is what the hub tells an operator once it listens: where the
@@ -28,49 +27,12 @@ func (h *Hub) Startup() Startup {
 	cur := h.live.Current() // the live settings in force (live.go)
 	s := Startup{Dashboard: h.URL() + "/", LLM: config.LLMSummary(cur.Agent, cur.LLMErr), Speech: cur.Config.SpeechSummary()}
 	addrs, _ := net.InterfaceAddrs() // none: only localhost is shown
-	s.URLs = ReachableURLs(h.cfg.PublicURL, h.ln.Addr().String(), addrs)
+	s.URLs = httpx.ReachableURLs(h.cfg.PublicURL, h.ln.Addr().String(), addrs)
 	if h.cfg.APIToken == "" {
-		s.TokenFile = filepath.Join(h.cfg.DataDir, TokenFile)
+		s.TokenFile = h.lock.Path(datadir.TokenFile)
 	}
 	if h.tokenCreated {
 		s.NewToken = h.Token
 	}
 	return s
-}
-
-// ReachableURLs lists the base URLs (no trailing slash) on which the hub
-// listening at listenAddr can be reached: publicURL first when set; for a
-// wildcard listen address (":8000", "0.0.0.0:8000", "[::]:8000") each
-// IPv4 address of ifaces a browser on the LAN can use (not loopback nor
-// link-local; IPv6 ones are left out to keep the list short), then
-// localhost; else the listen address itself.
-func ReachableURLs(publicURL, listenAddr string, ifaces []net.Addr) []string {
-	var urls []string
-	if publicURL != "" {
-		urls = append(urls, strings.TrimSuffix(publicURL, "/"))
-	}
-	host, port, err := net.SplitHostPort(listenAddr)
-	if err != nil {
-		return urls
-	}
-	ip, perr := netip.ParseAddr(host)
-	if perr != nil || !ip.IsUnspecified() {
-		return append(urls, "http://"+net.JoinHostPort(host, port))
-	}
-	for _, a := range ifaces {
-		n, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		lan, ok := netip.AddrFromSlice(n.IP)
-		if !ok {
-			continue
-		}
-		lan = lan.Unmap()
-		if !lan.Is4() || lan.IsLoopback() || lan.IsLinkLocalUnicast() || !lan.IsGlobalUnicast() {
-			continue
-		}
-		urls = append(urls, "http://"+net.JoinHostPort(lan.String(), port))
-	}
-	return append(urls, "http://localhost:"+port)
 }

@@ -1,7 +1,8 @@
 // Package httpx is the HTTP plumbing of the hub's one listener, apart from
 // any route: the client's address behind trusted proxies (proxy.go),
-// request metrics by route pattern (metrics.go) and the closing of
-// connections that never sent a request at shutdown (conns.go).
+// request metrics by route pattern (metrics.go), the closing of
+// connections that never sent a request at shutdown (conns.go), and the
+// base URLs at which the listener can be reached (urls.go).
 package httpx
 
 import (

@@ -1,11 +1,11 @@
-package server_test
+package httpx_test
 
 import (
 	"net"
 	"slices"
 	"testing"
 
-	"github.com/xiaozhi-hub/hub/server"
+	"github.com/xiaozhi-hub/hub/internal/httpx"
 )
 
 // The banner's URLs: public-url first; for a wildcard listen address the
@@ -30,7 +30,7 @@ func TestReachableURLs(t *testing.T) {
 		{"", "127.0.0.1:9000", []string{"http://127.0.0.1:9000"}},
 		{"", "192.168.1.10:8000", []string{"http://192.168.1.10:8000"}},
 	} {
-		if got := server.ReachableURLs(c.public, c.listen, ifaces); !slices.Equal(got, c.want) {
+		if got := httpx.ReachableURLs(c.public, c.listen, ifaces); !slices.Equal(got, c.want) {
 			t.Errorf("ReachableURLs(%q, %q) = %q, want %q", c.public, c.listen, got, c.want)
 		}
 	}
