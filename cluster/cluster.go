@@ -88,16 +88,18 @@ type Node struct {
 	accountsLocal AccountsStore      // set by AccountsStore
 	services      ServicesManager    // set by ServeServices (under mu)
 	servicesLocal ServicesStore      // set by ServicesStore (under mu)
+
 	// settingsLocal and settingsReload are set by SettingsStore and
 	// ServeSettings (under mu).
 	settingsLocal  SettingsStore
 	settingsReload SettingsReloader
-	js             jetstream.JetStream
-	history        jetstream.Stream
-	hist           history
-	local          LocalStore // this node's own store (set by Store)
-	stopHistory    func()     // set by Start
-	serviceSubs    []*nats.Subscription
+
+	js          jetstream.JetStream
+	history     jetstream.Stream
+	hist        history
+	local       LocalStore // this node's own store (set by Store)
+	stopHistory func()     // set by Start
+	serviceSubs []*nats.Subscription
 
 	mu   sync.Mutex
 	seen map[string]seenValue // state key → the newest revision this node has (applied or written)
