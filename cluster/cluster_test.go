@@ -28,6 +28,7 @@ type member struct {
 	node   *cluster.Node
 	reg    *registry.Registry
 	people *accounts.Service
+	st     *store.Store // the node's own store
 }
 
 func startNATS(t *testing.T) *cluster.Embedded {
@@ -88,7 +89,7 @@ func joinOpts(t *testing.T, e *cluster.Embedded, o cluster.Options, db string) (
 		st.Close()
 	})
 	t.Cleanup(leave)
-	return &member{node: node, reg: reg, people: people}, leave
+	return &member{node: node, reg: reg, people: people, st: st}, leave
 }
 
 // freeAddr is a loopback address nothing listens on.
