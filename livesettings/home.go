@@ -4,9 +4,13 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/config"
+	"github.com/xiaozhi-hub/hub/internal/ratelimit"
 )
 
 // A home's own settings (issue 23): its owner chooses the agent's model
@@ -271,6 +275,13 @@ func (s *Service) ForgetHome(home string) {
 	delete(s.homes, home)
 }
 
+// homeTests bounds a home's tests: a burst of 5, then one every 12 s. A
+// test makes a request to an address its owner chose; the bound keeps the
+// hub from being used to probe or flood the internet.
+func newHomeTests() *ratelimit.Keyed[struct{}] {
+	return ratelimit.NewKeyed[struct{}](rate.Every(12*time.Second), 5, 0)
+}
+
 // TestHome is Test with a home's settings (given applied over them).
 func (s *Service) TestHome(ctx context.Context, home, what string, given map[string]string) (hub.SettingsTest, error) {
 	r := hub.SettingsTest{What: what}
@@ -278,6 +289,13 @@ func (s *Service) TestHome(ctx context.Context, home, what string, given map[str
 		return r, err
 	}
 	s.mu.Lock()
+	now := s.opts.Now()
+	if ok, wait := ratelimit.Take(&s.homeTests.Get(home, now).Limiter, now); !ok {
+		s.mu.Unlock()
+		e := hub.Errorf(hub.ETOOMANY, "too many tests of this home's settings; try again in %d s", int(wait/time.Second)+1)
+		e.RetryAfter = wait
+		return r, e
+	}
 	next := map[string]hub.StoredSetting{}
 	if hs := s.homes[home]; hs != nil {
 		for k, v := range hs.stored {

@@ -135,3 +135,26 @@ func TestPublic(t *testing.T) {
 		}
 	}
 }
+
+// A home's tests are bounded (they reach addresses its owner chose): the
+// sixth in a row is refused with when to try again; another home is not.
+func TestHomeTestsAreBounded(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	s, err := livesettings.Open(context.Background(), livesettings.Options{Store: st, Homes: st, Base: base()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invalid := map[string]string{"tts-base-url": "ftp://x"} // answered without a request
+	for i := range 5 {
+		if _, err := s.TestHome(context.Background(), "h", "tts", invalid); err != nil {
+			t.Fatalf("test %d: %v", i+1, err)
+		}
+	}
+	_, err = s.TestHome(context.Background(), "h", "tts", invalid)
+	if hub.ErrorCode(err) != hub.ETOOMANY || hub.RetryAfter(err) <= 0 {
+		t.Fatalf("the sixth test: %v", err)
+	}
+	if _, err := s.TestHome(context.Background(), "other", "tts", invalid); err != nil {
+		t.Fatalf("another home's test: %v", err)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/config"
+	"github.com/xiaozhi-hub/hub/internal/ratelimit"
 	"github.com/xiaozhi-hub/hub/tts"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 )
@@ -79,7 +80,9 @@ type Service struct {
 	mu     sync.Mutex // one change at a time
 	stored map[string]hub.StoredSetting
 	homes  map[string]*homeState // by home id (home.go)
-	cur    atomic.Pointer[Current]
+	// homeTests bounds each home's tests (home.go).
+	homeTests *ratelimit.Keyed[struct{}]
+	cur       atomic.Pointer[Current]
 }
 
 // Open loads the stored settings and makes the providers of the effective
@@ -93,7 +96,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Service{opts: opts}
+	s := &Service{opts: opts, homeTests: newHomeTests()}
 	if err := s.Reload(ctx); err != nil {
 		return nil, err
 	}
