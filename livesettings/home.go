@@ -2,7 +2,6 @@ package livesettings
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"time"
 
@@ -220,28 +219,9 @@ func (s *Service) SetHome(ctx context.Context, home string, changes map[string]*
 	if hs == nil {
 		hs = &homeState{stored: map[string]hub.StoredSetting{}}
 	}
-	next := make(map[string]hub.StoredSetting, len(hs.stored)+len(changes))
-	for k, v := range hs.stored {
-		next[k] = v
-	}
-	now := s.opts.Now().UTC()
-	var set []hub.StoredSetting
-	var unset []string
-	for name, value := range changes {
-		if err := forHome(name); err != nil {
-			return nil, err
-		}
-		if value == nil {
-			delete(next, name)
-			unset = append(unset, name)
-			continue
-		}
-		if err := checkValue(name, *value); err != nil {
-			return nil, err
-		}
-		st := hub.StoredSetting{Name: name, Value: *value, Updated: now}
-		next[name] = st
-		set = append(set, st)
+	next, set, unset, err := changed(hs.stored, changes, s.opts.Now(), forHome)
+	if err != nil {
+		return nil, err
 	}
 	cfg, own, err := homeConfig(s.cur.Load().Config, next)
 	if err != nil {
@@ -254,16 +234,7 @@ func (s *Service) SetHome(ctx context.Context, home string, changes map[string]*
 		return nil, err
 	}
 	s.homes[home] = &homeState{stored: next} // made again at its next turn
-	names := make([]string, 0, len(changes))
-	for n := range changes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	by := "the hub"
-	if p := hub.PrincipalFrom(ctx); p != nil {
-		by = p.Actor()
-	}
-	s.opts.Logger.Info("home settings changed", "home", home, "settings", strings.Join(names, ","), "by", by)
+	s.logChange(ctx, "home settings changed", changes, "home", home)
 	return s.homeViewLocked(home), nil
 }
 

@@ -255,31 +255,17 @@ func (s *Service) viewLocked() map[string]hub.SettingView {
 func (s *Service) Set(ctx context.Context, changes map[string]*string) (map[string]hub.SettingView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := make(map[string]hub.StoredSetting, len(s.stored)+len(changes))
-	for k, v := range s.stored {
-		next[k] = v
-	}
-	now := s.opts.Now().UTC()
-	var set []hub.StoredSetting
-	var unset []string
-	for name, value := range changes {
+	next, set, unset, err := changed(s.stored, changes, s.opts.Now(), func(name string) error {
 		if _, err := lookup(name); err != nil {
-			return nil, err
+			return err
 		}
 		if s.source(name, nil) == hub.SourceFlag {
-			return nil, hub.Errorf(hub.ECONFLICT, "%s is set by the flag --%s, which wins over the settings stored here; remove the flag and restart the hub to change it here", name, name)
+			return hub.Errorf(hub.ECONFLICT, "%s is set by the flag --%s, which wins over the settings stored here; remove the flag and restart the hub to change it here", name, name)
 		}
-		if value == nil {
-			delete(next, name)
-			unset = append(unset, name)
-			continue
-		}
-		if err := checkValue(name, *value); err != nil {
-			return nil, err
-		}
-		st := hub.StoredSetting{Name: name, Value: *value, Updated: now}
-		next[name] = st
-		set = append(set, st)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	cur, err := s.make(next)
 	if err != nil {
@@ -290,6 +276,39 @@ func (s *Service) Set(ctx context.Context, changes map[string]*string) (map[stri
 	}
 	s.stored = next
 	s.cur.Store(cur)
+	s.logChange(ctx, "settings changed", changes)
+	return s.viewLocked(), nil
+}
+
+// changed applies changes (nil: remove) over stored, each name checked by
+// allowed and each value by checkValue: the settings that will be stored,
+// and those to set and to remove.
+func changed(stored map[string]hub.StoredSetting, changes map[string]*string, now time.Time, allowed func(string) error) (next map[string]hub.StoredSetting, set []hub.StoredSetting, unset []string, err error) {
+	next = make(map[string]hub.StoredSetting, len(stored)+len(changes))
+	for k, v := range stored {
+		next[k] = v
+	}
+	for name, value := range changes {
+		if err := allowed(name); err != nil {
+			return nil, nil, nil, err
+		}
+		if value == nil {
+			delete(next, name)
+			unset = append(unset, name)
+			continue
+		}
+		if err := checkValue(name, *value); err != nil {
+			return nil, nil, nil, err
+		}
+		st := hub.StoredSetting{Name: name, Value: *value, Updated: now.UTC()}
+		next[name] = st
+		set = append(set, st)
+	}
+	return next, set, unset, nil
+}
+
+// logChange logs which settings changed, and who changed them.
+func (s *Service) logChange(ctx context.Context, msg string, changes map[string]*string, attrs ...any) {
 	names := make([]string, 0, len(changes))
 	for n := range changes {
 		names = append(names, n)
@@ -299,8 +318,7 @@ func (s *Service) Set(ctx context.Context, changes map[string]*string) (map[stri
 	if p := hub.PrincipalFrom(ctx); p != nil {
 		by = p.Actor()
 	}
-	s.opts.Logger.Info("settings changed", "settings", strings.Join(names, ","), "by", by)
-	return s.viewLocked(), nil
+	s.opts.Logger.Info(msg, append(attrs, "settings", strings.Join(names, ","), "by", by)...)
 }
 
 // checkValue bounds a value: at most maxValue bytes of printable text.
