@@ -175,6 +175,13 @@ type Event struct {
 	// filtering event streams by who may see them (Principal.Sees); never
 	// encoded.
 	Home string `json:"-"`
+	// Left marks the device_deleted that tells the people of the home a
+	// device left (Home) that it is gone for them: it went to the home
+	// LeftFor ("" none). It is not recorded, and goes only to streams that
+	// see Home but not LeftFor (the others get the device_updated). Never
+	// encoded.
+	Left    bool   `json:"-"`
+	LeftFor string `json:"-"`
 }
 
 // Event types.

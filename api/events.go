@@ -109,6 +109,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 // only that this stream lost events.
 func sees(p *hub.Principal, ev hub.Event) bool {
 	switch {
+	case ev.Left: // a device gone for those who see only the home it left
+		return !p.Admin && p.Sees(ev.Home) && !p.Sees(ev.LeftFor)
 	case p.Admin:
 		return true
 	case ev.DeviceID == "":

@@ -74,11 +74,14 @@ func (r *Registry) Apply(ctx context.Context, d hub.Device, current func() bool)
 		return fmt.Errorf("save device %s: %w", d.ID, err)
 	}
 	r.mu.Lock()
-	transport := e.dev.Transport
+	transport, before := e.dev.Transport, e.dev.Home
 	e.dev = heldReportedLocked(d, e) // a report may have come during the write
 	e.dev.Transport = transport
 	view := r.viewLocked(e)
 	r.mu.Unlock()
+	if ok {
+		r.left(d.ID, before, view.Home)
+	}
 	r.echo(hub.EventDeviceUpdated, d.ID, view)
 	return nil
 }

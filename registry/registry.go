@@ -329,10 +329,14 @@ func (r *Registry) update(ctx context.Context, e *entry, id string, p hub.Device
 		defer r.mu.RUnlock()
 		return r.viewLocked(e), nil
 	}
+	r.mu.RLock()
+	before := e.dev.Home
+	r.mu.RUnlock()
 	view, err := r.mutate(ctx, e, func(d *hub.Device) { applyPatch(d, p) })
 	if err != nil {
 		return hub.Device{}, err
 	}
+	r.left(id, before, view.Home)
 	r.send(hub.Event{Type: hub.EventDeviceUpdated, DeviceID: id, Data: view, Home: view.Home,
 		By: hub.PrincipalFrom(ctx).Actor()}, true)
 	return view, nil
@@ -532,6 +536,14 @@ func (r *Registry) echo(typ, deviceID string, data any) { r.emit(typ, deviceID, 
 
 func (r *Registry) emit(typ, deviceID string, data any, record bool) {
 	r.send(hub.Event{Type: typ, DeviceID: deviceID, Data: data, Home: r.homeOf(deviceID)}, record)
+}
+
+// left tells the people of the home a device left that it is gone for
+// them (hub.Event.Left): to them it is now a device that does not exist.
+func (r *Registry) left(id, from, to string) {
+	if from != to {
+		r.send(hub.Event{Type: hub.EventDeviceDeleted, DeviceID: id, Home: from, Left: true, LeftFor: to}, false)
+	}
 }
 
 // send stamps ev with the time and sends it to subscribers, recording it

@@ -517,6 +517,20 @@ func TestPeopleEventStream(t *testing.T) {
 		t.Fatalf("bob saw %v, want %s", bobs, want)
 	}
 
+	// devA moves to home B: for alice it is gone (device_deleted, as for a
+	// device that does not exist); bob, who sees both homes, sees it moved.
+	p.mustOK(p.Token, "POST", "/api/homes/"+p.homeB+"/devices", map[string]any{"device": devA}, 200)
+	gone := alice.until(t, func(e streamEvent) bool { return e.typ == "device_deleted" })
+	if ev := gone[len(gone)-1]; ev.device != devA {
+		t.Fatalf("alice was told %+v", ev)
+	}
+	for _, ev := range bob.until(t, func(e streamEvent) bool { return e.typ == "device_updated" && e.device == devA }) {
+		if ev.typ == "device_deleted" {
+			t.Fatalf("bob, who sees both homes, was told the device was deleted: %+v", ev)
+		}
+	}
+	p.mustOK(p.Token, "POST", "/api/homes/"+p.homeA+"/devices", map[string]any{"device": devA}, 200)
+
 	p.mustOK(p.alice, "DELETE", "/api/homes/"+p.homeA+"/members/bob", nil, 204)
 	bob.ends(t)
 	p.mustOK(p.alice, "DELETE", "/api/tokens/"+made["id"].(string), nil, 204)
