@@ -16,11 +16,14 @@ import (
 func (h *Hub) openToolServices(ctx context.Context) error {
 	cfg, c := h.cfg, h.cluster
 	var st services.Store = h.store
+	var elsewhere services.Elsewhere
 	if c != nil {
 		st = c.Node.ServicesStore(h.store) // endpoint services are the cluster's (docs/services.md)
+		elsewhere = c.Node.ServiceCalls()  // and callable on every node
 	}
 	h.services = services.New(services.Options{
-		Store: st, Logger: h.log.With("component", "services"), Record: h.Registry.RecordCall,
+		Elsewhere: elsewhere,
+		Store:     st, Logger: h.log.With("component", "services"), Record: h.Registry.RecordCall,
 		Servers: cfg.MCPServers, PublicURL: cfg.PublicURL, CallTimeout: cfg.CallTimeout, MaxCallTimeout: cfg.MaxCallTimeout,
 		Version: Version, HomeExists: h.accounts.Exists,
 	})
@@ -34,6 +37,7 @@ func (h *Hub) openToolServices(ctx context.Context) error {
 		return err
 	}
 	if c != nil {
+		c.Node.ServeServiceCalls(h.services)
 		return c.Node.ServeServices(ctx, h.services)
 	}
 	return nil

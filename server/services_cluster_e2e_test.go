@@ -14,10 +14,11 @@ import (
 )
 
 // An endpoint service is the cluster's: made on hub-1, its program
-// connects to hub-2 with the same URL's token; hub-2 lists it online and
-// calls it, hub-1 lists it with the tools hub-2 stored, offline (a call
-// there is 409 at once). Deleted on hub-1, it is gone from hub-2, its
-// connection there closed and its token refused.
+// connects to hub-2 with the same URL's token; hub-2 lists it online,
+// hub-1 with the tools hub-2 stored, and both call it (hub-1 through
+// hub-2). With its program gone, a call on hub-1 is 409 at once. Deleted
+// on hub-1, it is gone from hub-2, its connection there closed and its
+// token refused.
 func TestServiceSharedAcrossClusterNodes(t *testing.T) {
 	nodes := startCluster(t, 2)
 	one, two := nodes[0], nodes[1]
@@ -32,16 +33,22 @@ func TestServiceSharedAcrossClusterNodes(t *testing.T) {
 	state := func(c *clusterNode) (hub.ServiceView, error) { return server.ServicesOf(c.Hub).Service(nil, "calc") }
 	waitFor(t, "calc known on hub-2", func() bool { _, err := state(two); return err == nil })
 
-	_, ended := programConn(t, url, calcTool)
+	stop, _ := programConn(t, url, calcTool)
 	waitFor(t, "calc online on hub-2", func() bool { v, err := state(two); return err == nil && v.Online && len(v.Tools) == 1 })
 	waitFor(t, "calc's tools on hub-1", func() bool { v, err := state(one); return err == nil && !v.Online && len(v.Tools) == 1 })
 	args := map[string]any{"arguments": map[string]string{"python_expression": "6*7"}}
-	if st, r := two.call("POST", "/api/services/calc/tools/calculator/call", args); st != 200 || !strings.Contains(toJSON(r), `\"result\":\"42\"`) {
-		t.Fatalf("call on hub-2: %d %s", st, toJSON(r))
+	for _, c := range []*clusterNode{two, one} {
+		if st, r := c.call("POST", "/api/services/calc/tools/calculator/call", args); st != 200 || !strings.Contains(toJSON(r), `\"result\":\"42\"`) {
+			t.Fatalf("call on %s: %d %s", c.name, st, toJSON(r))
+		}
 	}
-	if st, r := one.call("POST", "/api/services/calc/tools/calculator/call", args); st != 409 || !strings.Contains(toJSON(r), "device_offline") {
-		t.Fatalf("call on hub-1: %d %s", st, toJSON(r))
+	stop()
+	waitFor(t, "calc offline on hub-2", func() bool { v, err := state(two); return err == nil && !v.Online })
+	if st, r := one.call("POST", "/api/services/calc/tools/calculator/call", args); st != 409 || !strings.Contains(toJSON(r), "device_offline") || !strings.Contains(toJSON(r), "is offline") {
+		t.Fatalf("call on hub-1 with the program gone: %d %s", st, toJSON(r))
 	}
+	_, ended := programConn(t, url, calcTool)
+	waitFor(t, "calc online again on hub-2", func() bool { v, err := state(two); return err == nil && v.Online })
 	if _, list := one.call("GET", "/api/services", nil); !strings.Contains(toJSON(list), `"name":"calculator"`) {
 		t.Fatalf("hub-1 lists %s", toJSON(list))
 	}

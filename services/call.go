@@ -65,6 +65,9 @@ func (m *Manager) call(ctx context.Context, p *hub.Principal, c hub.ServiceCall)
 	var home string
 	if ok {
 		l, home = e.link, e.svc.Home
+		if l == nil && e.svc.Kind == hub.ServiceEndpoint && m.opts.Elsewhere != nil {
+			l = elsewhere{m.opts.Elsewhere, c.Service}
+		}
 		for _, t := range e.svc.Tools {
 			if t.Name == c.Tool {
 				tool, known = t, true
@@ -87,20 +90,57 @@ func (m *Manager) call(ctx context.Context, p *hub.Principal, c hub.ServiceCall)
 	if err := m.val.Validate(ctx, tool.InputSchema, args); err != nil {
 		return args, hub.CallResult{}, err
 	}
+	res, err := m.run(ctx, c.Service, l, c.Tool, args)
+	return args, res, err
+}
+
+// run calls tool on link l of service name.
+func (m *Manager) run(ctx context.Context, name string, l link, tool string, args []byte) (hub.CallResult, error) {
 	if l == nil {
-		return args, hub.CallResult{}, hub.Errorf(hub.EOFFLINE, "service %q is offline: its program is not connected (GET /api/services shows its state; an endpoint's program reconnects by itself, a configured server is retried)", c.Service)
+		return hub.CallResult{}, offline(name)
 	}
-	res, err := l.CallTool(ctx, c.Tool, args)
+	res, err := l.CallTool(ctx, tool, args)
+	if hub.ErrorCode(err) == hub.EOFFLINE {
+		return hub.CallResult{}, offline(name)
+	}
 	if err != nil {
-		return args, hub.CallResult{}, asService(err)
+		return hub.CallResult{}, asService(err)
 	}
 	if len(res.Content) > m.opts.MaxResultBytes {
-		return args, hub.CallResult{}, hub.Errorf(hub.EDEVICE, "service %q answered %s with %d bytes, more than the %d the hub passes on", c.Service, c.Tool, len(res.Content), m.opts.MaxResultBytes)
+		return hub.CallResult{}, hub.Errorf(hub.EDEVICE, "service %q answered %s with %d bytes, more than the %d the hub passes on", name, tool, len(res.Content), m.opts.MaxResultBytes)
 	}
 	if len(res.Content) == 0 {
 		res.Content = []byte("[]")
 	}
-	return args, res, nil
+	return res, nil
+}
+
+func offline(name string) error {
+	return hub.Errorf(hub.EOFFLINE, "service %q is offline: its program is not connected (GET /api/services shows its state; an endpoint's program reconnects by itself, a configured server is retried)", name)
+}
+
+// elsewhere is the link of a service connected to another node.
+type elsewhere struct {
+	e    Elsewhere
+	name string
+}
+
+func (l elsewhere) CallTool(ctx context.Context, tool string, args []byte) (hub.CallResult, error) {
+	return l.e.Call(ctx, l.name, tool, args)
+}
+
+// CallHeld runs a call another node of a cluster asked for, on the
+// connection held here: that node checked the caller's rights and the
+// arguments and records the call. EOFFLINE when the service is not
+// connected here (any more).
+func (m *Manager) CallHeld(ctx context.Context, name, tool string, args []byte) (hub.CallResult, error) {
+	m.mu.Lock()
+	var l link
+	if e, ok := m.entries[name]; ok {
+		l = e.link
+	}
+	m.mu.Unlock()
+	return m.run(ctx, name, l, tool, args)
 }
 
 // mayCall applies the caller's role in the service's home: guests may not

@@ -73,6 +73,16 @@ type Options struct {
 	// HomeExists says whether a home id is known (accounts.Service.Exists),
 	// for services made for a home; nil: only the hub's own ("").
 	HomeExists func(id string) bool
+	// Elsewhere, if set, reaches an endpoint service whose program is
+	// connected to another node of a cluster (cluster.Node.ServiceCalls):
+	// a call to one not connected here goes there instead of failing.
+	Elsewhere Elsewhere
+}
+
+// Elsewhere runs a call on the node of a cluster that holds the service's
+// connection; EOFFLINE when none does.
+type Elsewhere interface {
+	Call(ctx context.Context, service, tool string, args []byte) (hub.CallResult, error)
 }
 
 // Manager holds every service. Its methods are safe for concurrent use.
@@ -256,6 +266,21 @@ func (m *Manager) Services(p *hub.Principal) []hub.ServiceView {
 		}
 		return 0
 	})
+	return out
+}
+
+// Held returns the endpoint services whose program is connected here, by
+// name (for a cluster node to answer the others' calls to them).
+func (m *Manager) Held() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for name, e := range m.entries {
+		if e.link != nil && e.svc.Kind == hub.ServiceEndpoint {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
