@@ -22,12 +22,17 @@ const (
 
 // smallBuffers is the ResponseWriter given to websocket.Accept: its Hijack
 // returns the connection with buffers of connReadBuffer and connWriteBuffer
-// bytes instead of net/http's.
-type smallBuffers struct{ http.ResponseWriter }
+// bytes instead of net/http's, and keeps the connection and its reader
+// for the connection's readiness (wsready.go).
+type smallBuffers struct {
+	http.ResponseWriter
+	conn net.Conn
+	br   *bufio.Reader
+}
 
-func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	hj, ok := w.ResponseWriter.(http.Hijacker)
 	if !ok {
 		return nil, nil, errors.New("session: the ResponseWriter cannot be hijacked")
@@ -52,5 +57,6 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
+	w.conn, w.br = conn, br
 	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, connWriteBuffer)), nil
 }

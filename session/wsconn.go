@@ -24,7 +24,8 @@ import (
 // writers to itself.
 type wsConn struct {
 	c       *websocket.Conn
-	version int // binary framing; the header's until Negotiate
+	version int        // binary framing; the header's until Negotiate
+	ready   *readiness // the wait before a long-lived read (nil: none)
 
 	wmu sync.Mutex // one frame at a time, whole
 }
@@ -34,11 +35,12 @@ var (
 	_ pinger     = (*wsConn)(nil)
 )
 
-func newWSConn(c *websocket.Conn, headerVersion int) *wsConn {
-	return &wsConn{c: c, version: headerVersion}
+func newWSConn(c *websocket.Conn, headerVersion int, ready *readiness) *wsConn {
+	return &wsConn{c: c, version: headerVersion, ready: ready}
 }
 
 func (w *wsConn) Read(ctx context.Context) (Message, error) {
+	w.ready.wait(ctx)
 	typ, data, err := w.c.Read(ctx)
 	if err != nil {
 		return Message{}, &EndError{Reason: describeEnd(err), Err: err}
@@ -111,7 +113,7 @@ func (w *wsConn) Close(code CloseCode, reason string) {
 	case CloseNormal:
 		status = websocket.StatusNormalClosure
 	}
-	w.c.Close(status, reason)
+	w.ready.closing(func() { w.c.Close(status, reason) })
 }
 
 func (w *wsConn) CloseNow() { w.c.CloseNow() }
