@@ -156,7 +156,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(s.opts.MaxMessageBytes)
-	s.Serve(newWSConn(c, id.ProtocolVersion, newReadiness(sb.conn, sb.br)), id, r.RemoteAddr)
+	s.Serve(newWSConn(c, id.ProtocolVersion, newReadiness(sb.conn, sb.reads, sb.br)), id, r.RemoteAddr)
 }
 
 // Serve runs the session of a connection from any transport whose device

@@ -17,10 +17,12 @@ import (
 // about 2.2 KiB and keeps an 8 KiB stack; blocked here it uses under
 // 1 KiB and the GC takes it to 4 KiB.
 type readiness struct {
-	br  *bufio.Reader   // the connection's read buffer, which the library reads from
-	raw syscall.RawConn // nil: no waiting (not a socket, or no peek on this platform)
-	// mu is held while br is looked at outside the library: by wait, and
-	// by Close, whose close handshake reads br from another goroutine.
+	br    *bufio.Reader   // the library's read buffer
+	reads *pooledReads    // under br: the bytes read from the socket and not yet taken
+	raw   syscall.RawConn // nil: no waiting (not a socket, or no peek on this platform)
+	// mu is held while br and reads are looked at outside the library: by
+	// wait, and by Close, whose close handshake reads them from another
+	// goroutine.
 	mu sync.Mutex
 	// ready is the callback given to raw.Read, made once (a closure per
 	// wait would be an allocation per frame).
@@ -28,12 +30,12 @@ type readiness struct {
 	peek  [1]byte
 }
 
-// newReadiness returns the readiness of a hijacked connection and its
-// read buffer; without both it waits for nothing.
-func newReadiness(conn net.Conn, br *bufio.Reader) *readiness {
-	r := &readiness{br: br}
+// newReadiness returns the readiness of a hijacked socket conn, read
+// through reads and br; without them it waits for nothing.
+func newReadiness(conn net.Conn, reads *pooledReads, br *bufio.Reader) *readiness {
+	r := &readiness{br: br, reads: reads}
 	sc, ok := conn.(syscall.Conn)
-	if !ok || br == nil || !canPeek {
+	if !ok || br == nil || reads == nil || !canPeek {
 		return r
 	}
 	raw, err := sc.SyscallConn()
@@ -49,13 +51,13 @@ func newReadiness(conn net.Conn, br *bufio.Reader) *readiness {
 // failed: the read that follows says which. It returns at once for a read
 // with a deadline or a cancellation (the library ends those by closing
 // the connection, which ends this wait too, but the read is short-lived
-// anyway), and when the library's buffer holds bytes already.
+// anyway), and when bytes read from the socket wait already.
 func (r *readiness) wait(ctx context.Context) {
 	if r == nil || r.raw == nil || ctx.Done() != nil {
 		return
 	}
 	r.mu.Lock()
-	buffered := r.br.Buffered()
+	buffered := r.br.Buffered() + r.reads.buffered()
 	r.mu.Unlock()
 	if buffered > 0 {
 		return
