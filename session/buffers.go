@@ -21,9 +21,13 @@ import (
 // and given back once the library has taken every byte (pooledReads), so a
 // silent device holds none; the library's own bufio.Reader on top of it is
 // only minReadBuffer bytes (frame headers are read through it a byte at a
-// time; payloads go around it).
+// time; payloads go around it). The pooled buffers are not the write
+// buffers' size: allocated side by side in a connection storm, buffers of
+// one size class would share the heap's spans with the write buffers,
+// which live on, and the pooled ones, once freed, would leave those spans
+// half full rather than give them back.
 const (
-	connReadBuffer  = 1 << 10
+	connReadBuffer  = 2 << 10
 	connWriteBuffer = 1 << 10
 	minReadBuffer   = 16 // bufio's smallest
 )
