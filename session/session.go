@@ -60,7 +60,7 @@ type session struct {
 func newSession(s *Server, c Connection, id protocol.Identity, remote string) *session {
 	sess := &session{
 		srv: s, c: c, id: id, remote: remote, sid: newSessionID(),
-		log: s.log.With("device", id.DeviceID),
+		log: deviceLogger(s.log, id.DeviceID),
 	}
 	sess.envelope = protocol.EnvelopePrefix(sess.sid)
 	sess.active.Store(time.Now().UnixNano())
