@@ -16,7 +16,10 @@ import (
 // so small buffers cost no extra system calls on the common path.
 //
 // The write buffer is the library's for the connection's life (it also
-// writes pongs and close frames on its own). What is read waits in a
+// writes pongs and close frames on its own), so it is kept small: what the
+// hub sends is a hello, MCP requests, a conversation's messages and Opus
+// frames of a few hundred bytes, each one write; a larger message takes
+// two. What is read waits in a
 // buffer of connReadBuffer bytes taken from a pool when the socket is read
 // and given back once the library has taken every byte (pooledReads), so a
 // silent device holds none; the library's own bufio.Reader on top of it is
@@ -28,7 +31,7 @@ import (
 // half full rather than give them back.
 const (
 	connReadBuffer  = 2 << 10
-	connWriteBuffer = 1 << 10
+	connWriteBuffer = 512
 	minReadBuffer   = 16 // bufio's smallest
 )
 
