@@ -87,7 +87,10 @@ const maxWrite = 10 * time.Second
 // aborted (its context cancelled) would take the device's connection with
 // it: a write that starts is given the caller's deadline (or maxWrite)
 // but not its cancellation, and a write whose context has already ended
-// does not start.
+// does not start. The library keeps the last write's context until the
+// next write, for as long as the device stays silent: it gets a context
+// of its own, not one that holds on to the caller's (a discovery
+// request's, a turn's).
 func (w *wsConn) write(ctx context.Context, typ websocket.MessageType, data []byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
@@ -98,7 +101,7 @@ func (w *wsConn) write(ctx context.Context, typ websocket.MessageType, data []by
 	if !ok {
 		deadline = time.Now().Add(maxWrite)
 	}
-	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	wctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	return w.c.Write(wctx, typ, data)
 }
