@@ -238,8 +238,17 @@ func (s *Server) register(sess *session) (end func(), ok bool) {
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
+	var reading []*session
+	for sess := range s.sessions {
+		if sess.idle == nil { // an idle session's connection closes with its context (attach)
+			reading = append(reading, sess)
+		}
+	}
 	s.mu.Unlock()
 	s.cancel()
+	for _, sess := range reading {
+		sess.c.CloseNow() // its read loop ends "closed by the hub"
+	}
 	s.wg.Wait()
 }
 
