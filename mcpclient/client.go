@@ -71,8 +71,39 @@ type Client struct {
 
 	mu      sync.Mutex
 	nextID  int64
-	pending map[int64]chan protocol.RPC
-	closed  error // set once by Close
+	pending []pendingCall // at most MaxInFlight: a slice, smaller than a map for every idle device
+	closed  error         // set once by Close
+}
+
+// pendingCall is a request waiting for its reply.
+type pendingCall struct {
+	id int64
+	ch chan protocol.RPC
+}
+
+// find is the index of request id in c.pending, or -1. c.mu is held.
+func (c *Client) find(id int64) int {
+	for i, p := range c.pending {
+		if p.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// take removes request id from c.pending and returns its channel, or
+// reports false. c.mu is held.
+func (c *Client) take(id int64) (chan protocol.RPC, bool) {
+	i := c.find(id)
+	if i < 0 {
+		return nil, false
+	}
+	ch := c.pending[i].ch
+	last := len(c.pending) - 1
+	c.pending[i] = c.pending[last]
+	c.pending[last] = pendingCall{}
+	c.pending = c.pending[:last]
+	return ch, true
 }
 
 // New returns a Client that sends through send. Replies must be handed to
@@ -99,7 +130,7 @@ func New(send Sender, opts Options) *Client {
 	if opts.MaxQueued <= 0 {
 		opts.MaxQueued = 64
 	}
-	return &Client{send: send, opts: opts, log: opts.Logger, pending: map[int64]chan protocol.RPC{},
+	return &Client{send: send, opts: opts, log: opts.Logger,
 		slots: make(chan struct{}, opts.MaxInFlight), done: make(chan struct{})}
 }
 
@@ -118,7 +149,7 @@ func (c *Client) Awaits(m *protocol.RPC) bool {
 
 func (c *Client) awaits(id int64) bool {
 	c.mu.Lock()
-	_, found := c.pending[id]
+	found := c.find(id) >= 0
 	c.mu.Unlock()
 	return found
 }
@@ -129,10 +160,7 @@ func (c *Client) awaits(id int64) bool {
 // whether a request with that id was waiting.
 func (c *Client) FailReply(id int64, raw []byte) bool {
 	c.mu.Lock()
-	ch, found := c.pending[id]
-	if found {
-		delete(c.pending, id)
-	}
+	ch, found := c.take(id)
 	c.mu.Unlock()
 	if !found {
 		return false
@@ -155,10 +183,7 @@ func (c *Client) Deliver(m protocol.RPC) {
 	case m.IsResponse():
 		id, ok := m.IntID()
 		c.mu.Lock()
-		ch, found := c.pending[id]
-		if found {
-			delete(c.pending, id)
-		}
+		ch, found := c.take(id)
 		c.mu.Unlock()
 		if !ok || !found {
 			c.log.Warn("mcp reply matches no pending request (late, after a timeout, or a bad id)", "id", string(m.ID))
@@ -184,15 +209,15 @@ func (c *Client) Close(err error) {
 		c.closed = err
 	}
 	pending := c.pending
-	c.pending = map[int64]chan protocol.RPC{}
+	c.pending = nil
 	select {
 	case <-c.done:
 	default:
 		close(c.done)
 	}
 	c.mu.Unlock()
-	for _, ch := range pending {
-		close(ch)
+	for _, p := range pending {
+		close(p.ch)
 	}
 }
 
@@ -299,18 +324,21 @@ func (c *Client) register() (int64, chan protocol.RPC, error) {
 		if c.nextID > math.MaxInt32 {
 			c.nextID = 1
 		}
-		if _, busy := c.pending[c.nextID]; !busy {
+		if c.find(c.nextID) < 0 {
 			break
 		}
 	}
 	ch := make(chan protocol.RPC, 1)
-	c.pending[c.nextID] = ch
+	if c.pending == nil {
+		c.pending = make([]pendingCall, 0, c.opts.MaxInFlight)
+	}
+	c.pending = append(c.pending, pendingCall{c.nextID, ch})
 	return c.nextID, ch, nil
 }
 
 func (c *Client) forget(id int64) {
 	c.mu.Lock()
-	delete(c.pending, id)
+	c.take(id)
 	c.mu.Unlock()
 }
 

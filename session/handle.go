@@ -196,7 +196,9 @@ func (s *session) discover(ctx context.Context, start time.Time, init bool) {
 func (s *session) retry(ctx context.Context, step string, start time.Time, op func(context.Context) error) error {
 	wait := s.srv.opts.DiscoveryBackoff
 	for attempt := 1; ; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, s.srv.opts.RequestTimeout)
+		// Off the Server's context, not ctx (the session's: see open);
+		// the session's end fails the request at once (client.Close).
+		rctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.opts.RequestTimeout)
 		err := op(rctx)
 		cancel()
 		if err == nil {

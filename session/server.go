@@ -148,14 +148,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
+	sb := &smallBuffers{ResponseWriter: w}
+	c, err := websocket.Accept(sb, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		s.m.Handshake("upgrade_failed")
 		s.log.Info("websocket upgrade failed", "device", id.DeviceID, "remote", r.RemoteAddr, "err", err)
 		return
 	}
 	c.SetReadLimit(s.opts.MaxMessageBytes)
-	s.Serve(newWSConn(c, id.ProtocolVersion), id, r.RemoteAddr)
+	s.Serve(newWSConn(c, id.ProtocolVersion, newReadiness(sb.conn, sb.reads, sb.br)), id, r.RemoteAddr)
 }
 
 // Serve runs the session of a connection from any transport whose device
@@ -237,8 +238,17 @@ func (s *Server) register(sess *session) (end func(), ok bool) {
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
+	var reading []*session
+	for sess := range s.sessions {
+		if sess.idle == nil { // an idle session's connection closes with its context (attach)
+			reading = append(reading, sess)
+		}
+	}
 	s.mu.Unlock()
 	s.cancel()
+	for _, sess := range reading {
+		sess.c.CloseNow() // its read loop ends "closed by the hub"
+	}
 	s.wg.Wait()
 }
 

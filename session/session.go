@@ -60,7 +60,7 @@ type session struct {
 func newSession(s *Server, c Connection, id protocol.Identity, remote string) *session {
 	sess := &session{
 		srv: s, c: c, id: id, remote: remote, sid: newSessionID(),
-		log: s.log.With("device", id.DeviceID),
+		log: deviceLogger(s.log, id.DeviceID),
 	}
 	sess.envelope = protocol.EnvelopePrefix(sess.sid)
 	sess.active.Store(time.Now().UnixNano())
@@ -75,10 +75,18 @@ func newSessionID() string {
 
 // open runs the handshake. When it fails, the connection is closed and
 // open reports false; otherwise serve must be called.
+//
+// The session's context has no children while the device is connected:
+// a cancelCtx keeps the map of its children, and its Done channel, once it
+// had one, and every connected device would keep them (about 0.5 KB). The
+// hello's timeout hangs off parent (only the Server's Close ends a session
+// that is still in its handshake), discovery's requests off the Server's
+// context (the session's end fails them through the MCP client's Close),
+// and the Server's Close closes the connections of the read loops itself.
 func (s *session) open(parent context.Context) bool {
 	ctx, cancel := context.WithCancel(parent)
 	s.ctx, s.cancel = ctx, cancel
-	if err := s.handshake(ctx); err != nil {
+	if err := s.handshake(parent); err != nil {
 		s.log.Info("handshake failed", "remote", s.remote, "err", err)
 		if s.link != nil {
 			dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -215,11 +223,9 @@ func (s *session) handshake(ctx context.Context) error {
 
 func (s *session) readLoop(ctx context.Context) error {
 	// Reads take no context: with one, the WebSocket library registers and
-	// removes a callback on it for every frame. The connection is closed
-	// once when ctx ends instead, and the read's error is then ctx's, as the
-	// library reports it.
-	stop := context.AfterFunc(ctx, func() { s.c.CloseNow() })
-	defer stop()
+	// removes a callback on it for every frame. The Server's Close closes
+	// the connection once instead (see open), and the read's error is then
+	// ctx's, as the library reports it.
 	for {
 		msg, err := s.c.Read(context.Background())
 		if err != nil {

@@ -24,7 +24,8 @@ import (
 // writers to itself.
 type wsConn struct {
 	c       *websocket.Conn
-	version int // binary framing; the header's until Negotiate
+	version int        // binary framing; the header's until Negotiate
+	ready   *readiness // the wait before a long-lived read (nil: none)
 
 	wmu sync.Mutex // one frame at a time, whole
 }
@@ -34,11 +35,12 @@ var (
 	_ pinger     = (*wsConn)(nil)
 )
 
-func newWSConn(c *websocket.Conn, headerVersion int) *wsConn {
-	return &wsConn{c: c, version: headerVersion}
+func newWSConn(c *websocket.Conn, headerVersion int, ready *readiness) *wsConn {
+	return &wsConn{c: c, version: headerVersion, ready: ready}
 }
 
 func (w *wsConn) Read(ctx context.Context) (Message, error) {
+	w.ready.wait(ctx)
 	typ, data, err := w.c.Read(ctx)
 	if err != nil {
 		return Message{}, &EndError{Reason: describeEnd(err), Err: err}
@@ -85,7 +87,10 @@ const maxWrite = 10 * time.Second
 // aborted (its context cancelled) would take the device's connection with
 // it: a write that starts is given the caller's deadline (or maxWrite)
 // but not its cancellation, and a write whose context has already ended
-// does not start.
+// does not start. The library keeps the last write's context until the
+// next write, for as long as the device stays silent: it gets a context
+// of its own, not one that holds on to the caller's (a discovery
+// request's, a turn's).
 func (w *wsConn) write(ctx context.Context, typ websocket.MessageType, data []byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
@@ -96,7 +101,7 @@ func (w *wsConn) write(ctx context.Context, typ websocket.MessageType, data []by
 	if !ok {
 		deadline = time.Now().Add(maxWrite)
 	}
-	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	wctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	return w.c.Write(wctx, typ, data)
 }
@@ -111,7 +116,7 @@ func (w *wsConn) Close(code CloseCode, reason string) {
 	case CloseNormal:
 		status = websocket.StatusNormalClosure
 	}
-	w.c.Close(status, reason)
+	w.ready.closing(func() { w.c.Close(status, reason) })
 }
 
 func (w *wsConn) CloseNow() { w.c.CloseNow() }
