@@ -50,6 +50,7 @@ func hubMain(args []string) error {
 	deviceToken := fs.String("device-token", "", "a device token (device-auth token): what MQTT devices log in with")
 	mqttMaxPending := fs.Int("mqtt-max-pending", 0, "the hub's mqtt-max-pending setting (0: its default)")
 	mqttPendingPerAddr := fs.Int("mqtt-pending-per-address", 0, "the hub's mqtt-pending-per-address setting (0: its default)")
+	providers := fs.String("providers", "", "base URL (…/v1) of OpenAI-compatible providers for recognition, the agent's model and synthesis (the talk scenario's stand-ins)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,6 +76,11 @@ func hubMain(args []string) error {
 		if *mqttPendingPerAddr > 0 {
 			cfg.MQTTPendingPerAddress = *mqttPendingPerAddr
 		}
+	}
+	if *providers != "" {
+		cfg.AgentProvider, cfg.AgentBaseURL, cfg.AgentAPIKey, cfg.AgentModel = "openai", *providers, standInKey, "bench-model"
+		cfg.ASRProvider, cfg.ASRBaseURL, cfg.ASRAPIKey = "openai", *providers, standInKey
+		cfg.TTSProvider, cfg.TTSBaseURL, cfg.TTSAPIKey = "openai", *providers, standInKey
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -238,6 +244,8 @@ type hubOptions struct {
 	pprof    bool
 	memLimit string // the hub's memory-limit setting; "" means its default
 	mqtt     bool   // devices on MQTT: the hub gets mqtt-listen and the token as a device token
+	// providers is the base URL of the speech and model providers ("" for none).
+	providers string
 }
 
 // startHub re-executes this binary in the hub role and waits until it
@@ -265,6 +273,9 @@ func startHub(ctx context.Context, o hubOptions) (*hubProc, error) {
 		// NAT, and all at once.
 		args = append(args, "--mqtt-listen", "127.0.0.1:0", "--device-token", o.token,
 			"--mqtt-pending-per-address", "100000", "--mqtt-max-pending", "100000")
+	}
+	if o.providers != "" {
+		args = append(args, "--providers", o.providers)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
