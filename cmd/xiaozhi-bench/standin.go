@@ -37,6 +37,8 @@ type standIn struct {
 	pcm    []byte // one second of a voice-like tone, s16le
 
 	transcriptions, chats, speeches, failures atomic.Int64
+	// conns counts the connections the hub opened to the providers.
+	conns atomic.Int64
 }
 
 // startStandIn listens on 127.0.0.1 and serves until close.
@@ -46,7 +48,12 @@ func startStandIn() (*standIn, error) {
 		return nil, err
 	}
 	s := &standIn{ln: ln, pcm: toneSeconds(1)}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				s.conns.Add(1)
+			}
+		}}
 	s.served.Go(func() { _ = s.srv.Serve(ln) })
 	return s, nil
 }

@@ -59,6 +59,9 @@ type TalkRun struct {
 	GoroutinesIdle    int     `json:"goroutinesConnected"`
 	GoroutinesTalking int     `json:"goroutinesTalkingMax"`
 	ProviderCalls     [3]int  `json:"providerCalls"` // transcriptions, chats, speeches over the run
+	// ProviderConns is the connections the hub opened to the providers
+	// over the run (a client that keeps them alive opens few).
+	ProviderConns int `json:"providerConns"`
 }
 
 // talkSummary turns the outcomes of the measured turns into figures.
@@ -120,7 +123,7 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 		return nil, err
 	}
 	defer h.stop()
-	calls0 := [3]int64{st.transcriptions.Load(), st.chats.Load(), st.speeches.Load()}
+	calls0, conns0 := [3]int64{st.transcriptions.Load(), st.chats.Load(), st.speeches.Load()}, st.conns.Load()
 	time.Sleep(time.Second) // settled, as the idle scenario's baseline
 	run := &TalkRun{Devices: n, Sync: o.talkSync, RSSNoDevice: h.rss()}
 
@@ -218,6 +221,7 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 	cpu, gen := h.cpu()-cpu0, selfCPU()-gen0
 	e.prof.stop(ctx, h)
 	talking.Wait()
+	e.prof.snapshot(ctx, h, name, "allocs") // after the RSS readings: it collects garbage first
 
 	var outs []turnOutcome
 	failed := 0
@@ -243,6 +247,7 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 	for i, c := range []int64{st.transcriptions.Load(), st.chats.Load(), st.speeches.Load()} {
 		run.ProviderCalls[i] = int(c - calls0[i])
 	}
+	run.ProviderConns = int(st.conns.Load() - conns0)
 	e.progress("talk: %d devices (%s): %d answers, %d failed, %d dry, first audio p50 %s p99 %s; hub CPU %.2f ms/turn = %.0f talkers/core; RSS %.0f KB per talker; %d goroutines talking",
 		n, mode, run.Answers, run.Failed, run.Dry, msf(run.FirstAudio.P50), msf(run.FirstAudio.P99),
 		run.HubCPUPerTurnMs, run.TalkersPerCore, run.RSSPerTalkerKB, run.GoroutinesTalking)
@@ -293,6 +298,7 @@ func (x *TalkResult) rows(row func(...string)) {
 				r.Answers, r.Failed, r.Dry, r.Misordered, msf(r.FirstAudio.P50), msf(r.FirstAudio.P99)))
 		row("", "", fmt.Sprintf("hub CPU %.2f ms/turn = %.0f talkers/core (%.1f s ÷ CPU per turn); RSS %.0f KB/talker (%.0f KB/connected device); goroutines %d → %d",
 			r.HubCPUPerTurnMs, r.TalkersPerCore, x.TurnPeriodS, r.RSSPerTalkerKB, r.RSSPerConnectedKB, r.GoroutinesIdle, r.GoroutinesTalking))
+		row("", "", fmt.Sprintf("provider requests %d/%d/%d (recognition/model/synthesis) over %d connections", r.ProviderCalls[0], r.ProviderCalls[1], r.ProviderCalls[2], r.ProviderConns))
 	}
 }
 
