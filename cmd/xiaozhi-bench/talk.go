@@ -34,14 +34,17 @@ type TalkResult struct {
 // TalkRun is one hub, Devices devices, their turns ending at the same
 // instant (Sync) or spread evenly over the schedule.
 type TalkRun struct {
-	Devices         int     `json:"devices"`
-	Sync            bool    `json:"sync"`
-	Answers         int     `json:"answers"` // measured turns answered to the end (tts stop)
-	Failed          int     `json:"failed"`  // measured turns without an answer or with an error
-	Dry             int     `json:"dryAnswers"`
-	Misordered      int     `json:"misorderedMessages"`
-	FramesPerAnswer float64 `json:"framesPerAnswer"`
-	FirstAudio      Latency `json:"firstAudio"` // listen stop sent → first audio frame received
+	Devices int  `json:"devices"`
+	Sync    bool `json:"sync"`
+	Answers int  `json:"answers"` // measured turns answered to the end (tts stop)
+	Failed  int  `json:"failed"`  // measured turns without an answer or with an error
+	Dry     int  `json:"dryAnswers"`
+	// DryAt counts the dry answers by their first late frame (1: the
+	// second frame of the answer came more than 60 ms after the first).
+	DryAt           map[int]int `json:"dryAtFrame,omitempty"`
+	Misordered      int         `json:"misorderedMessages"`
+	FramesPerAnswer float64     `json:"framesPerAnswer"`
+	FirstAudio      Latency     `json:"firstAudio"` // listen stop sent → first audio frame received
 	// HubCPU is the hub's utime+stime over the measured rounds; per turn
 	// it is divided by the turns started in them (devices × rounds).
 	HubCPU          float64 `json:"hubCpuS"`
@@ -71,8 +74,12 @@ func talkSummary(run *TalkRun, outs []turnOutcome, failed int) {
 	frames := 0
 	for _, o := range outs {
 		run.Answers++
-		if o.dry {
+		if o.dryAt > 0 {
 			run.Dry++
+			if run.DryAt == nil {
+				run.DryAt = map[int]int{}
+			}
+			run.DryAt[o.dryAt]++
 		}
 		run.Misordered += o.misordered
 		frames += o.frames
@@ -294,8 +301,8 @@ func (x *TalkResult) rows(row func(...string)) {
 			mode = "ending at once"
 		}
 		row(scen, fmt.Sprintf("%d talkers, %s", r.Devices, mode),
-			fmt.Sprintf("%d answers, %d failed, %d dry, %d misordered; first audio p50 %s p99 %s",
-				r.Answers, r.Failed, r.Dry, r.Misordered, msf(r.FirstAudio.P50), msf(r.FirstAudio.P99)))
+			fmt.Sprintf("%d answers, %d failed, %d dry (by first late frame %v), %d misordered; first audio p50 %s p99 %s",
+				r.Answers, r.Failed, r.Dry, r.DryAt, r.Misordered, msf(r.FirstAudio.P50), msf(r.FirstAudio.P99)))
 		row("", "", fmt.Sprintf("hub CPU %.2f ms/turn = %.0f talkers/core (%.1f s ÷ CPU per turn); RSS %.0f KB/talker (%.0f KB/connected device); goroutines %d → %d",
 			r.HubCPUPerTurnMs, r.TalkersPerCore, x.TurnPeriodS, r.RSSPerTalkerKB, r.RSSPerConnectedKB, r.GoroutinesIdle, r.GoroutinesTalking))
 		row("", "", fmt.Sprintf("provider requests %d/%d/%d (recognition/model/synthesis) over %d connections", r.ProviderCalls[0], r.ProviderCalls[1], r.ProviderCalls[2], r.ProviderConns))

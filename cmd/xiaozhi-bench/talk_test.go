@@ -35,23 +35,23 @@ func frames(t0 time.Time, offsets ...int) []time.Time {
 // A device plays from the first frame on, one per 60 ms: an answer runs dry
 // when a frame comes after the one before it has finished playing, however
 // early the frames before were.
-func TestRanDry(t *testing.T) {
+func TestDryAt(t *testing.T) {
 	t0 := time.Now()
 	for _, tc := range []struct {
 		name    string
 		offsets []int
-		dry     bool
+		at      int
 	}{
-		{"one frame", []int{0}, false},
-		{"paced exactly", []int{0, 60, 120, 180}, false},
-		{"all at once", []int{0, 0, 0, 0}, false},
-		{"a burst then on time", []int{0, 1, 2, 180}, false},
-		{"second frame late", []int{0, 61}, true},
-		{"late after a lead", []int{0, 1, 2, 3, 241}, true},
-		{"late then caught up", []int{0, 130, 131, 132}, true},
+		{"one frame", []int{0}, 0},
+		{"paced exactly", []int{0, 60, 120, 180}, 0},
+		{"all at once", []int{0, 0, 0, 0}, 0},
+		{"a burst then on time", []int{0, 1, 2, 180}, 0},
+		{"second frame late", []int{0, 61}, 1},
+		{"late after a lead", []int{0, 1, 2, 3, 241}, 4},
+		{"late then caught up", []int{0, 130, 131, 132}, 1},
 	} {
-		if got := ranDry(frames(t0, tc.offsets...), 60*time.Millisecond); got != tc.dry {
-			t.Errorf("%s: dry %v, want %v", tc.name, got, tc.dry)
+		if got := dryAt(frames(t0, tc.offsets...), 60*time.Millisecond); got != tc.at {
+			t.Errorf("%s: dry at %d, want %d", tc.name, got, tc.at)
 		}
 	}
 }
@@ -73,7 +73,7 @@ func TestTurnRecord(t *testing.T) {
 	r.audio(t0.Add(460 * time.Millisecond))
 	r.text("tts", "stop")
 	out, err := r.outcome()
-	if err != nil || out.firstAudio != 200*time.Millisecond || out.frames != 4 || !out.dry || out.misordered != 0 {
+	if err != nil || out.firstAudio != 200*time.Millisecond || out.frames != 4 || out.dryAt != 2 || out.misordered != 0 {
 		t.Fatalf("%+v %v", out, err)
 	}
 
@@ -100,11 +100,11 @@ func TestTurnRecord(t *testing.T) {
 func TestTalkSummaryAndTargets(t *testing.T) {
 	var outs []turnOutcome
 	for i := 1; i <= 100; i++ {
-		outs = append(outs, turnOutcome{firstAudio: time.Duration(150+i) * time.Millisecond, frames: 17, dry: i%50 == 0})
+		outs = append(outs, turnOutcome{firstAudio: time.Duration(150+i) * time.Millisecond, frames: 17, dryAt: i / 50})
 	}
 	run := TalkRun{Devices: 50, Sync: true, RSSPerTalkerKB: 150}
 	talkSummary(&run, outs, 1)
-	if run.Answers != 100 || run.Failed != 1 || run.Dry != 2 || run.FramesPerAnswer != 17 ||
+	if run.Answers != 100 || run.Failed != 1 || run.Dry != 51 || run.DryAt[1] != 50 || run.DryAt[2] != 1 || run.FramesPerAnswer != 17 ||
 		run.FirstAudio.P50 != 200 || run.FirstAudio.P99 != 249 {
 		t.Fatalf("%+v", run)
 	}
@@ -112,7 +112,7 @@ func TestTalkSummaryAndTargets(t *testing.T) {
 	got := map[string]bool{}
 	x.targets(func(name, _, what string, ok bool) { got[name+" "+what] = ok })
 	want := map[string]bool{
-		"talk dry 2 of 100 dry, 1 failed (50 at once)":    false,
+		"talk dry 51 of 100 dry, 1 failed (50 at once)":   false,
 		"talk first audio p99 249 ms (50 at once)":        true,
 		"talk memory 150 KB (50 at once)":                 true,
 		"talkers per core 310 (0.00 ms/turn, 100 spread)": true,

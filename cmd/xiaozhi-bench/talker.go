@@ -87,25 +87,26 @@ func (t *turnRecord) audio(at time.Time) {
 	t.frames = append(t.frames, at)
 }
 
-// ranDry reports whether an answer whose frames arrived at these times
-// had an audible gap: the device plays from the first frame on, one frame
-// per period, and the answer ran dry when a frame arrived after the one
-// before it had finished playing (BenchmarkTurns' definition,
-// voice/bench_test.go).
-func ranDry(arrivals []time.Time, period time.Duration) bool {
+// dryAt reports where an answer whose frames arrived at these times had
+// its first audible gap: the device plays from the first frame on, one
+// frame per period, and the answer ran dry when a frame arrived after the
+// one before it had finished playing (BenchmarkTurns' definition,
+// voice/bench_test.go). It returns that frame's index, or 0 if the answer
+// never ran dry.
+func dryAt(arrivals []time.Time, period time.Duration) int {
 	for k := 1; k < len(arrivals); k++ {
 		if arrivals[k].Sub(arrivals[0]) > time.Duration(k)*period {
-			return true
+			return k
 		}
 	}
-	return false
+	return 0
 }
 
 // turnOutcome is what a finished turn adds to the figures.
 type turnOutcome struct {
 	firstAudio time.Duration // listen stop → first audio frame
 	frames     int
-	dry        bool
+	dryAt      int // the first frame that came after the one before had played (0: none)
 	misordered int
 }
 
@@ -117,7 +118,7 @@ func (t *turnRecord) outcome() (turnOutcome, error) {
 		return turnOutcome{}, errors.New("an answer without audio")
 	}
 	return turnOutcome{firstAudio: t.frames[0].Sub(t.stop), frames: len(t.frames),
-		dry: ranDry(t.frames, downlinkFrame), misordered: t.misordered}, nil
+		dryAt: dryAt(t.frames, downlinkFrame), misordered: t.misordered}, nil
 }
 
 // talker is a push-to-talk device (firmware 2.x, WebSocket, manual
