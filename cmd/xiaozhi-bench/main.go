@@ -165,26 +165,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		o.scenarios = append(o.scenarios, s)
 	}
-	for _, s := range strings.Split(*steps, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return fmt.Errorf("--idle-steps: %q is not a positive count", s)
-		}
-		o.idleSteps = append(o.idleSteps, n)
+	var err error
+	if o.idleSteps, err = counts("idle-steps", *steps); err != nil {
+		return err
 	}
 	slices.Sort(o.idleSteps)
-	for _, s := range strings.Split(*talkDevices, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return fmt.Errorf("--talk-devices: %q is not a positive count", s)
-		}
-		o.talkDevices = append(o.talkDevices, n)
+	if o.talkDevices, err = counts("talk-devices", *talkDevices); err != nil {
+		return err
 	}
 	if o.talkTurns < 2 || o.talkSchedule < 2500*time.Millisecond {
 		return errors.New("--talk-turns must be at least 2 (one warm-up) and --talk-schedule at least 2.5s (a turn's length)")
@@ -212,7 +199,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &env{ctx: ctx, opts: o, stderr: stderr, start: time.Now(), token: randomToken()}
 	work := o.workDir
 	if work == "" {
-		var err error
 		if work, err = os.MkdirTemp("", "xiaozhi-bench-"); err != nil {
 			return err
 		}
@@ -298,6 +284,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// counts parses the comma-separated positive counts of flag name.
+func counts(name, list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--%s: %q is not a positive count", name, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func randomToken() string {
