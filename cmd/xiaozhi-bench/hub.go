@@ -456,6 +456,34 @@ func (p profiler) stop(ctx context.Context, h *hubProc) {
 	}
 }
 
+// liveHeap writes the hub's heap profile as of its last collection,
+// without forcing one (so that RSS readings around it stay the OS's own).
+func (p profiler) liveHeap(ctx context.Context, h *hubProc, name string) {
+	if p.dir == "" {
+		return
+	}
+	err := func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.pprof+"/debug/pprof/heap", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := h.client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(p.dir, "hub-"+name+".live-heap.pprof"))
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, resp.Body)
+		return errors.Join(err, f.Close())
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xiaozhi-bench: profile:", err)
+	}
+}
+
 // snapshot writes a heap or allocs profile of the hub.
 func (p profiler) snapshot(ctx context.Context, h *hubProc, name, profile string) {
 	if p.dir == "" {

@@ -218,7 +218,12 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 	}
 	cpu0, gen0 := h.cpu(), selfCPU()
 	e.prof.start(ctx, h, name)
+	heapAt := winStart.Add(winEnd.Sub(winStart) / 2).Add(1300 * time.Millisecond) // mid-answer in a sync round
 	for time.Now().Before(winEnd) && ctx.Err() == nil {
+		if !heapAt.IsZero() && time.Now().After(heapAt) {
+			e.prof.liveHeap(ctx, h, name)
+			heapAt = time.Time{}
+		}
 		run.RSSTalking = max(run.RSSTalking, h.rss())
 		if g, err := h.goroutines(ctx); err == nil {
 			run.GoroutinesTalking = max(run.GoroutinesTalking, g)
