@@ -51,6 +51,11 @@ type TalkRun struct {
 	HubCPUPerTurnMs float64 `json:"hubCpuPerTurnMs"`
 	TalkersPerCore  float64 `json:"talkersPerCore"`
 	GenCPUPerTurnMs float64 `json:"generatorCpuPerTurnMs"`
+	// HubAllocs and HubAllocKB are the hub's heap allocations per turn
+	// over the same rounds: unlike CPU time they do not depend on what
+	// else runs on the machine.
+	HubAllocs  float64 `json:"hubAllocsPerTurn"`
+	HubAllocKB float64 `json:"hubAllocKBPerTurn"`
 	// RSS as the OS reports it (VmRSS), no forced GC: with no device, with
 	// the devices connected before their first turn, and the most while
 	// they talk; per talker: (talking − no device) ÷ devices.
@@ -216,6 +221,7 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 		talking.Wait()
 		return nil, err
 	}
+	m0, _ := h.metrics(ctx)
 	cpu0, gen0 := h.cpu(), selfCPU()
 	e.prof.start(ctx, h, name)
 	heapAt := winStart.Add(winEnd.Sub(winStart) / 2).Add(1300 * time.Millisecond) // mid-answer in a sync round
@@ -231,6 +237,7 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 		_ = sleepUntil(ctx, time.Now().Add(100*time.Millisecond))
 	}
 	cpu, gen := h.cpu()-cpu0, selfCPU()-gen0
+	m1, _ := h.metrics(ctx)
 	e.prof.stop(ctx, h)
 	talking.Wait()
 	e.prof.snapshot(ctx, h, name, "allocs") // after the RSS readings: it collects garbage first
@@ -253,6 +260,10 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 		run.HubCPUPerTurnMs = ms(perTurn)
 		run.TalkersPerCore = talkTurnPeriod.Seconds() / perTurn.Seconds()
 		run.GenCPUPerTurnMs = ms(gen / time.Duration(turns))
+		if m0 != nil && m1 != nil {
+			run.HubAllocs = (m1.get("go_memstats_mallocs_total") - m0.get("go_memstats_mallocs_total")) / float64(turns)
+			run.HubAllocKB = (m1.get("go_memstats_alloc_bytes_total") - m0.get("go_memstats_alloc_bytes_total")) / float64(turns) / 1024
+		}
 	}
 	run.RSSPerTalkerKB = float64(run.RSSTalking-run.RSSNoDevice) / float64(n) / 1024
 	run.RSSPerConnectedKB = float64(run.RSSConnected-run.RSSNoDevice) / float64(n) / 1024
@@ -310,6 +321,7 @@ func (x *TalkResult) rows(row func(...string)) {
 				r.Answers, r.Failed, r.Dry, r.DryAt, r.Misordered, msf(r.FirstAudio.P50), msf(r.FirstAudio.P99)))
 		row("", "", fmt.Sprintf("hub CPU %.2f ms/turn = %.0f talkers/core (%.1f s ÷ CPU per turn); RSS %.0f KB/talker (%.0f KB/connected device); goroutines %d → %d",
 			r.HubCPUPerTurnMs, r.TalkersPerCore, x.TurnPeriodS, r.RSSPerTalkerKB, r.RSSPerConnectedKB, r.GoroutinesIdle, r.GoroutinesTalking))
+		row("", "", fmt.Sprintf("hub allocations %.0f, %.0f KB per turn", r.HubAllocs, r.HubAllocKB))
 		row("", "", fmt.Sprintf("provider requests %d/%d/%d (recognition/model/synthesis) over %d connections", r.ProviderCalls[0], r.ProviderCalls[1], r.ProviderCalls[2], r.ProviderConns))
 	}
 }
