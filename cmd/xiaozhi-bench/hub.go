@@ -392,20 +392,26 @@ func (h *hubProc) apiGet(ctx context.Context, path string) (int, []byte, error) 
 // state returns how many devices the hub has connected and how many tool
 // discoveries it has completed (see /bench/state).
 func (h *hubProc) state(ctx context.Context) (connected, discovered int64, err error) {
-	if h.pprof == "" {
-		return 0, 0, errors.New("hub child runs without --pprof")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.pprof+"/bench/state", nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	resp, err := h.client.Do(req)
+	resp, err := h.benchGet(ctx, "/bench/state")
 	if err != nil {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	_, err = fmt.Fscanf(resp.Body, "connected %d\ndiscovered %d\n", &connected, &discovered)
 	return connected, discovered, err
+}
+
+// benchGet fetches a path of the hub child's bench listener (with
+// --pprof); the caller closes the body.
+func (h *hubProc) benchGet(ctx context.Context, path string) (*http.Response, error) {
+	if h.pprof == "" {
+		return nil, errors.New("hub child runs without --pprof")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.pprof+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return h.client.Do(req)
 }
 
 // control posts to a bench control of the hub child (with --pprof).
@@ -463,11 +469,7 @@ func (p profiler) liveHeap(ctx context.Context, h *hubProc, name string) {
 		return
 	}
 	err := func() error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.pprof+"/debug/pprof/heap", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := h.client.Do(req)
+		resp, err := h.benchGet(ctx, "/debug/pprof/heap")
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -285,11 +284,7 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 
 // goroutines reads the hub's goroutine count from its bench controls.
 func (h *hubProc) goroutines(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.pprof+"/bench/runtime", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := h.client.Do(req)
+	resp, err := h.benchGet(ctx, "/bench/runtime")
 	if err != nil {
 		return 0, err
 	}
