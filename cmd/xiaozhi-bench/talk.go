@@ -223,7 +223,8 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 	m0, _ := h.metrics(ctx)
 	cpu0, gen0 := h.cpu(), selfCPU()
 	e.prof.start(ctx, h, name)
-	heapAt := winStart.Add(winEnd.Sub(winStart) / 2).Add(1300 * time.Millisecond) // mid-answer in a sync round
+	// Mid-answer in a round in the middle: 1.2 s of speech, then the answer.
+	heapAt := start.Add(time.Duration(1+(o.talkTurns-1)/2)*sched + 1900*time.Millisecond)
 	for time.Now().Before(winEnd) && ctx.Err() == nil {
 		if !heapAt.IsZero() && time.Now().After(heapAt) {
 			e.prof.liveHeap(ctx, h, name)
