@@ -96,6 +96,8 @@ func talkSummary(run *TalkRun, outs []turnOutcome, failed int) {
 	run.FirstAudio = summarize(first)
 }
 
+// runTalk runs the talk scenario for each device count, each with a fresh
+// hub, against one set of stand-in providers.
 func runTalk(e *env) (*TalkResult, error) {
 	speech, err := spokenTone()
 	if err != nil {
