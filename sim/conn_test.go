@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,6 +194,38 @@ func TestAudioFramingAndTTS(t *testing.T) {
 	}
 	if st := d.Stats(); st.AudioIn != 1 || st.AudioDropped != 1 || d.State() != sim.StateListening {
 		t.Errorf("stats %+v state %s", st, d.State())
+	}
+}
+
+// Push-to-talk (§6): after tts stop the device is idle and says nothing
+// until the button is pressed again; it hears every audio frame.
+func TestPushToTalkEndsIdle(t *testing.T) {
+	h := newFakeHub(t)
+	var heard atomic.Int32
+	d, hc := connect(t, h, sim.Config{OnAudio: func([]byte) { heard.Add(1) }})
+	ctx := context.Background()
+	manual := `{"session_id":"sess-1","type":"listen","state":"start","mode":"manual"}`
+	if err := d.SendListenStart(ctx, "manual"); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(hc.next()); got != manual {
+		t.Fatalf("got %s", got)
+	}
+	if err := d.SendListenStop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hc.next() // listen stop
+	hc.send(`{"type":"tts","state":"start"}`)
+	waitFor(t, func() bool { return d.State() == sim.StateSpeaking })
+	_ = hc.c.Write(ctx, websocket.MessageBinary, sim.SilentOpus)
+	hc.send(`{"type":"tts","state":"stop"}`)
+	waitFor(t, func() bool { return d.State() == sim.StateIdle && heard.Load() == 1 })
+	// The next message is the next press, not an auto-mode listen start.
+	if err := d.SendListenStart(ctx, "manual"); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(hc.next()); got != manual {
+		t.Errorf("after tts stop got %s, want the next press", got)
 	}
 }
 

@@ -103,6 +103,10 @@ type Config struct {
 	// OnText, if set, is called from the read loop with every text frame
 	// received; it must not block, and the slice must not be retained.
 	OnText func(data []byte)
+	// OnAudio, if set, is called from the read loop with every binary
+	// (audio) frame received, whatever the device's state; the same rules
+	// as OnText apply.
+	OnAudio func(data []byte)
 
 	// Faults are misbehaviours for tests, all off by default.
 	Faults Faults
@@ -193,6 +197,7 @@ type Device struct {
 	sessionID  string
 	downlink   protocol.AudioParams
 	state      string
+	listenMode string // mode of the last listen start: manual ends a turn in idle (§5.2)
 	faults     Faults
 	tools      []*Tool
 	lastStates map[string]string // IoT: state JSON last sent per thing (§9 delta)

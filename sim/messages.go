@@ -138,9 +138,12 @@ func (d *Device) onTTS(l *link, state string) {
 	case "stop":
 		d.loop.schedule(func() {
 			d.mu.Lock()
-			speaking := d.state == StateSpeaking
+			speaking, manual := d.state == StateSpeaking, d.listenMode == "manual"
+			if speaking && manual {
+				d.state = StateIdle // push-to-talk: the turn ends in idle (§5.2, §6)
+			}
 			d.mu.Unlock()
-			if speaking {
+			if speaking && !manual {
 				// Auto mode: back to listening, which sends "listen start"
 				// once playback drained (§6).
 				d.enterListening(l)
@@ -153,7 +156,7 @@ func (d *Device) onTTS(l *link, state string) {
 // the IoT states that changed, then "listen start" in auto mode (§9, §5.1).
 func (d *Device) enterListening(l *link) {
 	d.mu.Lock()
-	d.state = StateListening
+	d.state, d.listenMode = StateListening, "auto"
 	d.mu.Unlock()
 	if d.cfg.Mode == ModeIoT {
 		d.sendIoTStates(l, true)
@@ -168,6 +171,9 @@ func (d *Device) reboot(l *link) {
 }
 
 func (d *Device) onAudio(data []byte) {
+	if d.cfg.OnAudio != nil {
+		d.cfg.OnAudio(data)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.state == StateSpeaking {
@@ -198,7 +204,7 @@ func (d *Device) SendListenStart(ctx context.Context, mode string) error {
 		return err
 	}
 	d.mu.Lock()
-	d.state = StateListening
+	d.state, d.listenMode = StateListening, mode
 	d.mu.Unlock()
 	return l.conn.Write(ctx, websocket.MessageText, d.listenMessage("start", mode, ""))
 }

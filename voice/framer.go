@@ -22,16 +22,22 @@ func newFramer(inRate int, down protocol.AudioParams) *framer {
 	return &framer{in: inRate, out: down.SampleRate, size: down.SampleRate * down.FrameDuration / 1000}
 }
 
-// push adds a chunk and returns the complete frames.
+// push adds a chunk and returns the complete frames. The frames share
+// the framer's buffer without copying (a second of speech is 17 frames,
+// 49 KB): f.buf only moves past them and appends after its end, so later
+// pushes never write over a frame handed out.
 func (f *framer) push(pcm []int16) [][]int16 {
 	if f.in == f.out {
 		f.buf = append(f.buf, pcm...)
 	} else {
 		f.resample(pcm)
 	}
-	var frames [][]int16
+	if len(f.buf) < f.size {
+		return nil
+	}
+	frames := make([][]int16, 0, len(f.buf)/f.size)
 	for len(f.buf) >= f.size {
-		frames = append(frames, append([]int16(nil), f.buf[:f.size]...))
+		frames = append(frames, f.buf[:f.size:f.size])
 		f.buf = f.buf[f.size:]
 	}
 	return frames

@@ -537,6 +537,38 @@ func TestFramerResamples(t *testing.T) {
 	}
 }
 
+// The framer hands out frames without copying them, and what it is
+// pushed later never changes a frame it handed out.
+func TestFramerFramesStay(t *testing.T) {
+	f := newFramer(24000, down)
+	second := make([]int16, 24000)
+	for i := range second {
+		second[i] = int16(i)
+	}
+	first := f.push(second[:2000]) // one frame and 560 samples left
+	if len(first) != 1 || first[0][0] != 0 || first[0][1439] != 1439 {
+		t.Fatalf("first push: %d frames", len(first))
+	}
+	rest := f.push(second[2000:])
+	for i := range 1440 {
+		if first[0][i] != int16(i) {
+			t.Fatalf("sample %d of the first frame became %d", i, first[0][i])
+		}
+	}
+	if len(rest) != 15 || rest[0][0] != 1440 || rest[14][1439] != 16*1440-1 {
+		t.Fatalf("second push: %d frames", len(rest))
+	}
+	// A second of speech in one piece: the buffer and the list of frames,
+	// not a copy of each of its 16 frames.
+	allocs := testing.AllocsPerRun(20, func() {
+		f := newFramer(24000, down)
+		f.push(second)
+	})
+	if allocs > 3 {
+		t.Errorf("a second of speech cost %.0f allocations", allocs)
+	}
+}
+
 // In auto mode, a device that stops sending audio mid-utterance (Opus DTX
 // sends nothing in silence) has its utterance ended all the same.
 func TestAutoModeEndsWhenAudioStops(t *testing.T) {

@@ -50,6 +50,7 @@ func hubMain(args []string) error {
 	deviceToken := fs.String("device-token", "", "a device token (device-auth token): what MQTT devices log in with")
 	mqttMaxPending := fs.Int("mqtt-max-pending", 0, "the hub's mqtt-max-pending setting (0: its default)")
 	mqttPendingPerAddr := fs.Int("mqtt-pending-per-address", 0, "the hub's mqtt-pending-per-address setting (0: its default)")
+	providers := fs.String("providers", "", "base URL (…/v1) of OpenAI-compatible providers for recognition, the agent's model and synthesis (the talk scenario's stand-ins)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,6 +76,11 @@ func hubMain(args []string) error {
 		if *mqttPendingPerAddr > 0 {
 			cfg.MQTTPendingPerAddress = *mqttPendingPerAddr
 		}
+	}
+	if *providers != "" {
+		cfg.AgentProvider, cfg.AgentBaseURL, cfg.AgentAPIKey, cfg.AgentModel = "openai", *providers, standInKey, "bench-model"
+		cfg.ASRProvider, cfg.ASRBaseURL, cfg.ASRAPIKey = "openai", *providers, standInKey
+		cfg.TTSProvider, cfg.TTSBaseURL, cfg.TTSAPIKey = "openai", *providers, standInKey
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -238,6 +244,8 @@ type hubOptions struct {
 	pprof    bool
 	memLimit string // the hub's memory-limit setting; "" means its default
 	mqtt     bool   // devices on MQTT: the hub gets mqtt-listen and the token as a device token
+	// providers is the base URL of the speech and model providers ("" for none).
+	providers string
 }
 
 // startHub re-executes this binary in the hub role and waits until it
@@ -265,6 +273,9 @@ func startHub(ctx context.Context, o hubOptions) (*hubProc, error) {
 		// NAT, and all at once.
 		args = append(args, "--mqtt-listen", "127.0.0.1:0", "--device-token", o.token,
 			"--mqtt-pending-per-address", "100000", "--mqtt-max-pending", "100000")
+	}
+	if o.providers != "" {
+		args = append(args, "--providers", o.providers)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
@@ -381,20 +392,26 @@ func (h *hubProc) apiGet(ctx context.Context, path string) (int, []byte, error) 
 // state returns how many devices the hub has connected and how many tool
 // discoveries it has completed (see /bench/state).
 func (h *hubProc) state(ctx context.Context) (connected, discovered int64, err error) {
-	if h.pprof == "" {
-		return 0, 0, errors.New("hub child runs without --pprof")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.pprof+"/bench/state", nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	resp, err := h.client.Do(req)
+	resp, err := h.benchGet(ctx, "/bench/state")
 	if err != nil {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	_, err = fmt.Fscanf(resp.Body, "connected %d\ndiscovered %d\n", &connected, &discovered)
 	return connected, discovered, err
+}
+
+// benchGet fetches a path of the hub child's bench listener (with
+// --pprof); the caller closes the body.
+func (h *hubProc) benchGet(ctx context.Context, path string) (*http.Response, error) {
+	if h.pprof == "" {
+		return nil, errors.New("hub child runs without --pprof")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.pprof+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return h.client.Do(req)
 }
 
 // control posts to a bench control of the hub child (with --pprof).
@@ -441,6 +458,30 @@ func (p profiler) stop(ctx context.Context, h *hubProc) {
 		return
 	}
 	if err := h.control(ctx, "/bench/cpu/stop", nil); err != nil {
+		fmt.Fprintln(os.Stderr, "xiaozhi-bench: profile:", err)
+	}
+}
+
+// liveHeap writes the hub's heap profile as of its last collection,
+// without forcing one (so that RSS readings around it stay the OS's own).
+func (p profiler) liveHeap(ctx context.Context, h *hubProc, name string) {
+	if p.dir == "" {
+		return
+	}
+	err := func() error {
+		resp, err := h.benchGet(ctx, "/debug/pprof/heap")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(p.dir, "hub-"+name+".live-heap.pprof"))
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, resp.Body)
+		return errors.Join(err, f.Close())
+	}()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "xiaozhi-bench: profile:", err)
 	}
 }

@@ -13,7 +13,9 @@
 // connect at once until all tools are cached), idle (footprint per idle
 // device), calls (tool calls through the REST API and, when the hub has it,
 // the MCP endpoint; closed loop and open loop) and restart (kill -9 with
-// devices connected). See BENCHMARKS.md.
+// devices connected) and talk (push-to-talk devices speaking to a hub
+// whose speech and model providers are stand-ins in this process). See
+// BENCHMARKS.md.
 package main
 
 import (
@@ -41,7 +43,7 @@ import (
 // a range, so the hub validates arguments on every call.
 const callTool = "self.audio_speaker.set_volume"
 
-var allScenarios = []string{"baseline", "readiness", "idle", "calls", "restart"}
+var allScenarios = []string{"baseline", "readiness", "idle", "calls", "restart", "talk"}
 
 func main() {
 	var err error
@@ -88,6 +90,10 @@ type options struct {
 	moreRates      []float64
 	transport      string
 	listen         bool
+	talkDevices    []int
+	talkTurns      int
+	talkSync       bool
+	talkSchedule   time.Duration
 }
 
 // env is what scenarios share.
@@ -140,6 +146,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.mcp, "mcp", "auto", "benchmark the MCP endpoint's call_device_tool: auto (if the hub serves /mcp) or off")
 	fs.BoolVar(&o.listen, "listen", false, `every device sends "listen start" (auto mode) right after its hello, as firmware on WebSocket does, then stays silent`)
 	fs.StringVar(&o.transport, "transport", "websocket", "how the simulated devices connect: websocket, or mqtt (the hub's embedded broker, MQTT+UDP firmware)")
+	talkDevices := fs.String("talk-devices", "50,100", "talk: push-to-talk devices, one fresh hub per count")
+	fs.IntVar(&o.talkTurns, "talk-turns", 6, "talk: turns per device, the first a warm-up left out of the figures")
+	fs.BoolVar(&o.talkSync, "talk-sync", false, "talk: every device's turns end at the same instant (else spread evenly over --talk-schedule)")
+	fs.DurationVar(&o.talkSchedule, "talk-schedule", 3*time.Second, "talk: each device starts a turn (1.2 s of speech, then the answer) this often")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -155,17 +165,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		o.scenarios = append(o.scenarios, s)
 	}
-	for _, s := range strings.Split(*steps, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return fmt.Errorf("--idle-steps: %q is not a positive count", s)
-		}
-		o.idleSteps = append(o.idleSteps, n)
+	var err error
+	if o.idleSteps, err = counts("idle-steps", *steps); err != nil {
+		return err
 	}
 	slices.Sort(o.idleSteps)
+	if o.talkDevices, err = counts("talk-devices", *talkDevices); err != nil {
+		return err
+	}
+	if o.talkTurns < 2 || o.talkSchedule < 2500*time.Millisecond {
+		return errors.New("--talk-turns must be at least 2 (one warm-up) and --talk-schedule at least 2.5s (a turn's length)")
+	}
 	for _, s := range strings.Split(*moreRates, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
@@ -189,7 +199,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &env{ctx: ctx, opts: o, stderr: stderr, start: time.Now(), token: randomToken()}
 	work := o.workDir
 	if work == "" {
-		var err error
 		if work, err = os.MkdirTemp("", "xiaozhi-bench-"); err != nil {
 			return err
 		}
@@ -237,6 +246,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"idle", func() (err error) { rep.Idle, err = runIdle(e); return }},
 		{"calls", func() (err error) { rep.Calls, err = runCalls(e); return }},
 		{"restart", func() (err error) { rep.Restart, err = runRestart(e); return }},
+		{"talk", func() (err error) { rep.Talk, err = runTalk(e); return }},
 	}
 	var errs []error
 	for _, s := range steps2 {
@@ -276,22 +286,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return errors.Join(errs...)
 }
 
+// counts parses the comma-separated positive counts of flag name.
+func counts(name, list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--%s: %q is not a positive count", name, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 func randomToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// hub starts a hub child with a fresh data directory for a scenario.
-func (e *env) hub(name string) (*hubProc, error) {
+// hub starts a hub child with a fresh data directory for a scenario;
+// edit, if given, changes its options.
+func (e *env) hub(name string, edit ...func(*hubOptions)) (*hubProc, error) {
 	dir := filepath.Join(e.work, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return startHub(e.ctx, hubOptions{
+	o := hubOptions{
 		dataDir: dir, token: e.token, logLevel: e.opts.hubLogLevel, memLimit: e.opts.hubMemLimit,
 		logFile: filepath.Join(dir, "hub.log"), pprof: true, mqtt: e.opts.transport == "mqtt",
-	})
+	}
+	for _, f := range edit {
+		f(&o)
+	}
+	return startHub(e.ctx, o)
 }
 
 // load prepares simulated devices for h.

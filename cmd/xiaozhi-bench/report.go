@@ -23,6 +23,7 @@ type Report struct {
 	Idle      *IdleResult      `json:"idle,omitempty"`
 	Calls     *CallsResult     `json:"calls,omitempty"`
 	Restart   *RestartResult   `json:"restart,omitempty"`
+	Talk      *TalkResult      `json:"talk,omitempty"`
 	Ratios    *Ratios          `json:"ratiosToBaseline,omitempty"`
 	Targets   []Target         `json:"targets"`
 	Notes     []string         `json:"notes,omitempty"`
@@ -272,6 +273,9 @@ func (r *Report) computeTargets() {
 			fmt.Sprintf("p99 %.2f ms at %.0f/s offered (%.0f/s done)", c.RESTOpen.Latency.P99, c.RESTOpen.OfferedRate, c.RESTOpen.PerSec),
 			c.RESTOpen.Latency.P99 <= 5 && c.RESTOpen.OfferedRate >= 10000)
 	}
+	if r.Talk != nil {
+		r.Talk.targets(add)
+	}
 	if x := r.Ratios; x != nil {
 		add("call CPU", "hub CPU per call ≤ 2 × bare round trip (both ends), saturated",
 			fmt.Sprintf("%.1f µs ÷ %.1f µs = %.2f× (closed loops)", x.HubCPUUs, x.BareCPUUs, x.CPU), x.CPU <= 2)
@@ -358,6 +362,9 @@ func (r *Report) printTable(w io.Writer) {
 			fmt.Sprintf("listening %.2f s, API %.2f s, tools served %.2f s (%d cached), first call %.2f s",
 				x.Listening, x.APIUp, x.ToolsServed, x.CachedAtAPIUp, x.FirstCall))
 		row("", "", fmt.Sprintf("all online %.2f s, all re-listed %.2f s", x.AllOnline, x.AllRelisted))
+	}
+	if r.Talk != nil {
+		r.Talk.rows(row)
 	}
 	if x := r.Ratios; x != nil {
 		row("ratios", "hub ÷ bare WebSocket", fmt.Sprintf("throughput %.2f×  p50 %.1f×  p99 %.1f×  open p99 %.1f×  CPU %.2f× (%.1f ÷ %.1f µs)",
