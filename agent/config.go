@@ -10,6 +10,7 @@ import (
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/internal/httpx"
 )
 
 // Providers.
@@ -174,7 +175,7 @@ func (c Config) withDefaults() (Config, Provider, error) {
 		c.Now = time.Now
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
+		c.HTTPClient = httpx.Providers
 	}
 	switch c.Provider {
 	case "":

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/internal/httpx"
 	"github.com/xiaozhi-hub/hub/internal/provider"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 	"github.com/xiaozhi-hub/hub/wav"
@@ -133,7 +134,7 @@ func baseURL(s string) string {
 
 func client(c *http.Client) *http.Client {
 	if c == nil {
-		return http.DefaultClient
+		return httpx.Providers
 	}
 	return c
 }

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/xiaozhi-hub/hub/internal/httpx"
 )
 
 // publicOnly makes the requests of a home's own providers (home.go): it
@@ -17,13 +19,14 @@ import (
 // machines around it (its loopback, the LAN, a cloud's metadata address)
 // and read their answers in the test button's detail. Local providers
 // are for the hub's own settings, which only the admin sets.
-var publicOnly = &http.Client{Transport: &http.Transport{
-	DialContext:         (&net.Dialer{Timeout: 10 * time.Second, Control: refuseNonPublic}).DialContext,
-	ForceAttemptHTTP2:   true,
-	MaxIdleConns:        64,
-	IdleConnTimeout:     90 * time.Second,
-	TLSHandshakeTimeout: 10 * time.Second,
-}}
+var publicOnly = &http.Client{Transport: publicTransport()}
+
+func publicTransport() *http.Transport {
+	t := httpx.PooledTransport()
+	t.Proxy = nil
+	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: refuseNonPublic}).DialContext
+	return t
+}
 
 // refuseNonPublic is publicOnly's dialler's check of each address.
 func refuseNonPublic(_, address string, _ syscall.RawConn) error {

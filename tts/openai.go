@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub"
+	"github.com/xiaozhi-hub/hub/internal/httpx"
 	"github.com/xiaozhi-hub/hub/internal/provider"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 )
@@ -61,7 +62,7 @@ func (o *OpenAI) Synthesize(ctx context.Context, text, voice string) (driver.Spe
 	}
 	c := o.Client
 	if c == nil {
-		c = http.DefaultClient
+		c = httpx.Providers
 	}
 	res, err := c.Do(req)
 	if err != nil {
