@@ -249,6 +249,13 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	if err := retry(ctx, wait, func() error { return n.renewLease(ctx) }); err != nil {
 		return fmt.Errorf("cluster: lease: %w", err)
 	}
+	// Heard from its lease on: the steps below can take longer than the
+	// others wait for a heartbeat (beatTimeout), and they would take this
+	// node for dead meanwhile (every node of a cluster that starts on a
+	// loaded machine did, 8 s into its start).
+	if err := n.startBeats(); err != nil {
+		return fmt.Errorf("cluster: heartbeats: %w", err)
+	}
 	if err := retry(ctx, wait, func() error { return n.sweep(ctx) }); err != nil {
 		return fmt.Errorf("cluster: nodes: %w", err)
 	}
@@ -267,9 +274,6 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	n.spawn(func() { n.follow(n.presW, nil, n.onPresence) })
 	n.spawn(func() { n.follow(n.nodesW, nil, n.onLease) })
 	n.spawn(n.leaseLoop)
-	if err := n.startBeats(); err != nil {
-		return fmt.Errorf("cluster: heartbeats: %w", err)
-	}
 	n.presenceEnded = make(chan struct{})
 	go func() {
 		defer close(n.presenceEnded)
