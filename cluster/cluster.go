@@ -29,7 +29,8 @@
 // entries. Its devices reconnect to any node and are served from the
 // shared cache at once. A device that shows up on a second node while the
 // first still holds it is the second's: the presence bucket orders the
-// claims, and the older holder closes its connection.
+// claims, the older holder closes its connection, and a node that hears
+// of a claim after its own newer one ignores it.
 package cluster
 
 import (
@@ -108,12 +109,13 @@ type Node struct {
 	remote   map[string]*remoteLink        // device id → link through another node
 	subs     map[string]*nats.Subscription // device id → its subject, while connected here
 	claimed  map[string]uint64             // device id → revision of this node's presence claim
+	removed  map[string]uint64             // device id → revision of the removal of this node's claim, until claimed again
 	alive    map[string]bool               // node name → counted alive (leased, not silent)
 	leased   map[string]bool               // node name → its lease, as last seen
 	heard    map[string]time.Time          // node name → its last heartbeat (liveness.go)
 	released func(id, transport string)    // set by OnReleased
 	changed  func()                        // set by OnMembership
-	waiting  map[string]claim              // device id → a claim that came before the device's record
+	waiting  map[string]pending            // device id → a claim that came before the device's record
 
 	stateW, presW, nodesW *watched // the buckets as this node follows them
 	beatWake              chan struct{}
@@ -169,7 +171,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Node, error) {
 	n = &Node{js: js,
 		name: o.Name, nc: nc, log: o.Logger, ttl: o.LeaseTTL,
 		seen: map[string]seenValue{}, remote: map[string]*remoteLink{}, subs: map[string]*nats.Subscription{},
-		claimed: map[string]uint64{}, alive: map[string]bool{}, leased: map[string]bool{}, heard: map[string]time.Time{}, waiting: map[string]claim{},
+		claimed: map[string]uint64{}, removed: map[string]uint64{}, alive: map[string]bool{}, leased: map[string]bool{}, heard: map[string]time.Time{}, waiting: map[string]pending{},
 		beatWake: make(chan struct{}, 1),
 		applyQ:   make(chan jetstream.KeyValueEntry, 1024),
 	}
@@ -253,6 +255,13 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	if err := retry(ctx, wait, func() error { return n.renewLease(ctx) }); err != nil {
 		return fmt.Errorf("cluster: lease: %w", err)
 	}
+	// Heard from its lease on: the steps below can take longer than the
+	// others wait for a heartbeat (beatTimeout), and they would take this
+	// node for dead meanwhile (every node of a cluster that starts on a
+	// loaded machine did, 8 s into its start).
+	if err := n.startBeats(); err != nil {
+		return fmt.Errorf("cluster: heartbeats: %w", err)
+	}
 	if err := retry(ctx, wait, func() error { return n.sweep(ctx) }); err != nil {
 		return fmt.Errorf("cluster: nodes: %w", err)
 	}
@@ -271,9 +280,6 @@ func (n *Node) Start(ctx context.Context, reg *registry.Registry) error {
 	n.spawn(func() { n.follow(n.presW, nil, n.onPresence) })
 	n.spawn(func() { n.follow(n.nodesW, nil, n.onLease) })
 	n.spawn(n.leaseLoop)
-	if err := n.startBeats(); err != nil {
-		return fmt.Errorf("cluster: heartbeats: %w", err)
-	}
 	n.presenceEnded = make(chan struct{})
 	go func() {
 		defer close(n.presenceEnded)

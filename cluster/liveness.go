@@ -17,7 +17,8 @@ import (
 // judges: one cut off from NATS hears nobody, and must not conclude that
 // everybody died. A node wrongly taken for dead (a long pause) loses its
 // devices' claims, claims them again when it next looks (lost in
-// presence.go), and the others link to them again.
+// presence.go), and the others link to them again; a device claimed by
+// another node after the removal stays there.
 const (
 	beatEvery   = time.Second
 	beatTimeout = 6 * time.Second

@@ -75,6 +75,11 @@ func (n *Node) Presence(id string, online bool, node string) {
 	if node != "" {
 		return // a link through another node: that node claims it
 	}
+	if online { // a new connection: claimed whatever was claimed before
+		n.rmu.Lock()
+		delete(n.removed, id)
+		n.rmu.Unlock()
+	}
 	n.presence.put(id, online)
 }
 
@@ -145,13 +150,30 @@ func (n *Node) claim(ctx context.Context, id string) error {
 		}
 		n.subs[id] = sub
 	}
+	removal, again := n.removed[id]
 	n.rmu.Unlock()
 	b, _ := json.Marshal(claim{Node: n.name, Transport: transport})
-	rev, err := n.pres.Put(ctx, key(id), b)
+	var rev uint64
+	var err error
+	if again {
+		// Claimed again after another node removed the claim: unless a
+		// node claimed the device since, whose claim is the newer (onClaim
+		// closes the connection here when it comes).
+		rev, err = n.pres.Update(ctx, key(id), b, removal)
+	} else {
+		rev, err = n.pres.Put(ctx, key(id), b)
+	}
+	if again && errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		n.rmu.Lock()
+		delete(n.removed, id)
+		n.rmu.Unlock()
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	n.rmu.Lock()
+	delete(n.removed, id)
 	n.claimed[id] = rev
 	n.rmu.Unlock()
 	return nil
@@ -167,6 +189,7 @@ func (n *Node) release(ctx context.Context, id string) error {
 	}
 	rev, ok := n.claimed[id]
 	delete(n.claimed, id)
+	delete(n.removed, id)
 	n.rmu.Unlock()
 	if !ok {
 		return nil
@@ -186,7 +209,7 @@ func (n *Node) onPresence(e jetstream.KeyValueEntry) {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
-		n.lost(id, "")
+		n.lost(id, e.Revision())
 		return
 	}
 	var c claim
@@ -196,9 +219,13 @@ func (n *Node) onPresence(e jetstream.KeyValueEntry) {
 	n.onClaim(id, c, e.Revision())
 }
 
-// onClaim handles a claim on the device by node c.Node.
+// onClaim handles a claim on the device by node c.Node, of revision rev in
+// the presence bucket.
 func (n *Node) onClaim(id string, c claim, rev uint64) {
 	if c.Node == n.name {
+		n.rmu.Lock()
+		delete(n.waiting, id) // any claim still waiting is older
+		n.rmu.Unlock()
 		return
 	}
 	n.rmu.Lock()
@@ -219,17 +246,38 @@ func (n *Node) onClaim(id string, c claim, rev uint64) {
 		return
 	}
 	n.rmu.Unlock()
-	n.attach(id, c)
+	n.attach(id, pending{claim: c, rev: rev})
 }
 
-// lost handles a device whose claim was withdrawn.
-func (n *Node) lost(id, reason string) {
+// newerHere reports whether the device's connection to this node is newer
+// than another node's claim of revision rev: this node claimed it later,
+// or its claim is still to be written (and will come after rev, which the
+// bucket has already). The presence bucket orders the claims; a watch
+// that delivers one late (a loaded node, or a claim kept until the
+// device's record came) must not hand a newer connection to an older one.
+func (n *Node) newerHere(id string, rev uint64) bool {
+	d, err := n.reg.Device(id)
+	if err != nil || !d.Online || d.Node != "" {
+		return false // not connected here
+	}
+	n.rmu.Lock()
+	ours, claimed := n.claimed[id]
+	n.rmu.Unlock()
+	return !claimed || ours > rev
+}
+
+// lost handles a device whose claim was withdrawn (by the removal of
+// revision rev).
+func (n *Node) lost(id string, rev uint64) {
 	n.rmu.Lock()
 	l := n.remote[id]
 	delete(n.waiting, id)
 	_, ours := n.claimed[id]
 	if ours {
-		delete(n.claimed, id)
+		// The connection here now stands where its claim's removal
+		// does: a claim by another node after that is newer (the device
+		// moved while this node was taken for dead), one before it older.
+		n.claimed[id], n.removed[id] = rev, rev
 	}
 	n.rmu.Unlock()
 	if ours {
@@ -242,10 +290,7 @@ func (n *Node) lost(id, reason string) {
 	if l == nil {
 		return
 	}
-	if reason == "" {
-		reason = "the device disconnected from hub node " + l.node
-	}
-	n.dropRemote(l, reason)
+	n.dropRemote(l, "the device disconnected from hub node "+l.node)
 	n.releasedBy(l)
 }
 
@@ -259,14 +304,30 @@ type remoteLink struct {
 	conn      *remoteConn
 }
 
-func (n *Node) attach(id string, c claim) {
+// pending is another node's claim of a device, with its revision.
+type pending struct {
+	claim
+	rev uint64
+}
+
+// attach links the device through the node that claimed it, unless this
+// node's own connection of it is newer.
+func (n *Node) attach(id string, p pending) {
+	c := p.claim
 	if _, err := n.reg.Device(id); err != nil {
 		// The device's record has not reached this node yet (its node
 		// claims it before the record's write is done): attach once it
 		// has (see apply).
 		n.rmu.Lock()
-		n.waiting[id] = c
+		n.waiting[id] = p
 		n.rmu.Unlock()
+		return
+	}
+	if n.newerHere(id, p.rev) {
+		n.rmu.Lock()
+		delete(n.waiting, id)
+		n.rmu.Unlock()
+		n.log.Info("an older claim of a device connected here: ignored", "device", id, "node", c.Node)
 		return
 	}
 	n.rmu.Lock()
@@ -279,6 +340,7 @@ func (n *Node) attach(id string, c claim) {
 		delete(n.subs, id)
 	}
 	delete(n.claimed, id)
+	delete(n.removed, id)
 	n.rmu.Unlock()
 	conn := newRemoteConn(n, id, c.Node)
 	link := n.reg.Connect(registry.ConnectInfo{DeviceID: id, Transport: c.Transport, Node: c.Node}, conn)
@@ -379,9 +441,9 @@ func respond(m *nats.Msg, r reply) {
 // attachWaiting attaches a device whose claim came before its record.
 func (n *Node) attachWaiting(id string) {
 	n.rmu.Lock()
-	c, ok := n.waiting[id]
+	p, ok := n.waiting[id]
 	n.rmu.Unlock()
 	if ok {
-		n.attach(id, c)
+		n.attach(id, p)
 	}
 }

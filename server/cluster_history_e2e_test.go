@@ -35,7 +35,7 @@ func historyOf(c *clusterNode, id string) map[string]int {
 func TestClusterHistoryIsOneStream(t *testing.T) {
 	nodes := startCluster(t, 3)
 	d := connectTo(t, nodes[0], sim.Config{DeviceID: "aa:00:00:00:0c:71", Lamp: true})
-	waitFor(t, "the device on hub-3", func() bool { return lampTool(t, nodes[2], d.ID()) != "" && nodes[2].device(d.ID())["online"] == true })
+	waitServed(t, nodes, d.ID()) // each node calls it
 	tool := lampTool(t, nodes[2], d.ID())
 	call := func(c *clusterNode) {
 		t.Helper()

@@ -81,7 +81,9 @@ func (m *Manager) CreateService(ctx context.Context, name, home, base string) (h
 		m.mu.Unlock()
 		return hub.ServiceView{}, err
 	}
+	m.mu.Lock() // a cluster node may apply the service's shared record meanwhile
 	v := e.view()
+	m.mu.Unlock()
 	if m.opts.PublicURL != "" {
 		base = m.opts.PublicURL
 	}

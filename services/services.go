@@ -315,6 +315,7 @@ func (m *Manager) Tools(p *hub.Principal, name string) ([]hub.Tool, bool, error)
 	return v.Tools, v.Online, err
 }
 
+// view is the service as the API shows it (m.mu held).
 func (e *entry) view() hub.ServiceView {
 	tools := e.svc.Tools
 	if tools == nil {
