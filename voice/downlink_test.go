@@ -302,3 +302,72 @@ func TestAbortDuringTheWaitSendsNoAudio(t *testing.T) {
 		}
 	})
 }
+
+// slowSynth speaks one sentence whose audio comes a frame at a time, when
+// the test lets it (as a synthesis server that is slow, or a CPU shared by
+// many answers).
+type slowSynth struct{ frames chan []int16 }
+
+func (s *slowSynth) Synthesize(context.Context, string, string) (Speech, error) {
+	return &slowSpeech{s.frames}, nil
+}
+
+type slowSpeech struct{ frames chan []int16 }
+
+func (s *slowSpeech) SampleRate() int { return 24000 }
+func (s *slowSpeech) Read(ctx context.Context) ([]int16, error) {
+	select {
+	case f, ok := <-s.frames:
+		if !ok {
+			return nil, io.EOF
+		}
+		return f, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+func (s *slowSpeech) Close() {}
+
+// An answer starts with three frames at once, not one: the device plays
+// from its first frame on, and a second frame that comes late (many
+// answers sharing the CPU) is a gap in the answer. The wait for the
+// device to be speaking does not send a lone first frame.
+func TestAnswerStartsWithThreeFrames(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		syn := &slowSynth{frames: make(chan []int16)}
+		e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: syn, Brain: &oneSentence{}})
+		defer e.Close()
+		out := newPackets()
+		c := ask(t, e, "aa:00:00:00:00:47", out)
+		defer c.Close()
+		audio := func() int {
+			n := 0
+			for _, p := range out.all() {
+				if p.opus != nil {
+					n++
+				}
+			}
+			return n
+		}
+		frame := make([]int16, 24000*60/1000)
+		for i := range 2 {
+			syn.frames <- frame
+			time.Sleep(time.Second) // long past the wait for the device to be speaking
+			synctest.Wait()
+			if n := audio(); n != 0 {
+				t.Fatalf("after %d frames encoded the device got %d: an answer starts with three", i+1, n)
+			}
+		}
+		syn.frames <- frame
+		synctest.Wait()
+		if n := audio(); n != 3 {
+			t.Fatalf("after three frames encoded the device got %d, want 3 at once", n)
+		}
+		syn.frames <- frame // the fourth, paced
+		close(syn.frames)
+		<-out.stopped
+		if n := audio(); n != 4 {
+			t.Fatalf("the answer's frames: %d, want 4", n)
+		}
+	})
+}

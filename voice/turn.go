@@ -252,6 +252,32 @@ func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
 type downlink struct {
 	p   *pacer
 	enc Encoder // made by the first sentence spoken
+	// held are the answer's first packets, kept until startFrames are
+	// encoded (or the sentence ends): the device plays from its first
+	// frame on, so an answer that starts with one frame runs dry when the
+	// next is late, as it is when many answers compete for the CPU.
+	held    [][]byte
+	started bool
+}
+
+// startFrames is how many frames an answer starts with at once: 180 ms
+// the device has in hand before the pacing begins.
+const startFrames = 3
+
+// start sends the held packets, paced, and the answer is started.
+func (d *downlink) start(ctx context.Context, t *turn) error {
+	d.started = true
+	for _, pkt := range d.held {
+		ts, err := d.p.wait(ctx)
+		if err != nil {
+			return err
+		}
+		if err := t.audio(ctx, pkt, ts); err != nil {
+			return err
+		}
+	}
+	d.held = nil
+	return nil
 }
 
 func (c *Conversation) newDownlink(t *turn) *downlink {
@@ -288,6 +314,12 @@ func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text str
 		if err != nil {
 			return err
 		}
+		if !d.started {
+			if d.held = append(d.held, pkt); len(d.held) < startFrames {
+				return nil
+			}
+			return d.start(ctx, t)
+		}
 		ts, err := d.p.wait(ctx)
 		if err != nil {
 			return err
@@ -309,7 +341,12 @@ func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text str
 		}
 	}
 	if f := fr.flush(); f != nil {
-		return send(f)
+		if err := send(f); err != nil {
+			return err
+		}
+	}
+	if !d.started && len(d.held) > 0 {
+		return d.start(ctx, t) // a sentence shorter than startFrames
 	}
 	return nil
 }
