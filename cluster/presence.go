@@ -376,6 +376,16 @@ type request struct {
 	TimeoutMs int64            `json:"timeoutMs,omitempty"`
 }
 
+// timeout is how long the node asked gives the request: what the asking
+// node has left of its own (TimeoutMs), within 10 minutes; 30 s if none.
+func (r request) timeout() time.Duration {
+	t := time.Duration(r.TimeoutMs) * time.Millisecond
+	if t <= 0 || t > 10*time.Minute {
+		return 30 * time.Second
+	}
+	return t
+}
+
 type reply struct {
 	Result *hub.CallResult `json:"result,omitempty"`
 	Error  *replyError     `json:"error,omitempty"`
@@ -398,11 +408,7 @@ func (n *Node) serve(id string) nats.MsgHandler {
 				respond(m, reply{Error: &replyError{Code: hub.EBADREQUEST, Message: "malformed cluster request: " + err.Error()}})
 				return
 			}
-			timeout := time.Duration(req.TimeoutMs) * time.Millisecond
-			if timeout <= 0 || timeout > 10*time.Minute {
-				timeout = 30 * time.Second
-			}
-			ctx, cancel := context.WithTimeout(n.ctx, timeout)
+			ctx, cancel := context.WithTimeout(n.ctx, req.timeout())
 			defer cancel()
 			var out reply
 			switch req.Op {

@@ -129,11 +129,7 @@ func (n *Node) serveService(m HeldServices, name string) nats.MsgHandler {
 				respond(msg, reply{Error: &replyError{Code: hub.EBADREQUEST, Message: "malformed cluster request for a service"}})
 				return
 			}
-			timeout := time.Duration(req.TimeoutMs) * time.Millisecond
-			if timeout <= 0 || timeout > 10*time.Minute {
-				timeout = 30 * time.Second
-			}
-			ctx, cancel := context.WithTimeout(n.ctx, timeout)
+			ctx, cancel := context.WithTimeout(n.ctx, req.timeout())
 			defer cancel()
 			var out reply
 			if res, err := m.CallHeld(ctx, name, req.Tool, req.Arguments); err != nil {

@@ -181,13 +181,7 @@ func (s *Service) homeViewLocked(home string) map[string]hub.SettingView {
 		case own[group(sp.name)] && (strings.HasSuffix(sp.name, "-base-url") || sp.secret):
 			v.Source = hub.SourceDefault
 		}
-		value := sp.get(&cfg)
-		if sp.secret || (!mine && strings.HasSuffix(sp.name, "-base-url")) {
-			set := value != ""
-			v.Set = &set
-		} else {
-			v.Value = &value
-		}
+		show(&v, sp.get(&cfg), sp.secret || (!mine && strings.HasSuffix(sp.name, "-base-url")))
 		out[sp.name] = v
 	}
 	return out

@@ -235,16 +235,21 @@ func (s *Service) viewLocked() map[string]hub.SettingView {
 		if st, ok := s.stored[sp.name]; ok && v.Source == hub.SourceStored {
 			v.Updated = st.Updated
 		}
-		value := sp.get(&cfg)
-		if sp.secret {
-			set := value != ""
-			v.Set = &set
-		} else {
-			v.Value = &value
-		}
+		show(&v, sp.get(&cfg), sp.secret)
 		out[sp.name] = v
 	}
 	return out
+}
+
+// show puts value in v, or, when hidden (a key, or an address that is
+// not the asker's to see), only whether it is set.
+func show(v *hub.SettingView, value string, hidden bool) {
+	if hidden {
+		set := value != ""
+		v.Set = &set
+		return
+	}
+	v.Value = &value
 }
 
 // Set stores and applies changes: a name with a value sets it, a name
