@@ -48,28 +48,13 @@ func init() {
 
 // needPersonas answers 503 while the hub has no personas.
 func (s *Server) needPersonas(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.personas == nil {
-			s.fail(w, r, hub.Errorf(hub.EUNAVAILABLE, "personas are not set up on this hub"))
-			return
-		}
-		h(w, r)
-	}
+	return s.unlessMissing(s.personas == nil, "personas", h)
 }
 
 var personaSpec = bodySpec{
 	kinds: fieldKinds{"name": "a string", "role": "a string", "language": "a string", "voice": "a string", "greeting": "a string"},
 	shape: `{"name":"小智","role":"…","language":"zh","voice":"","greeting":"你好"}`,
 	limit: 32 << 10,
-}
-
-// personaAnswer writes a persona view or the error.
-func (s *Server) personaAnswer(w http.ResponseWriter, r *http.Request, v hub.PersonaView, err error) {
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
 }
 
 // readPersona decodes a persona body (updated is the hub's to set).
@@ -90,35 +75,31 @@ func (s *Server) readPersona(w http.ResponseWriter, r *http.Request) (hub.Person
 
 func (s *Server) getDevicePersona(w http.ResponseWriter, r *http.Request) {
 	v, err := s.personas.DevicePersona(r.Context(), principal(r), r.PathValue("id"))
-	s.personaAnswer(w, r, v, err)
+	s.answer(w, r, v, err)
 }
 
 func (s *Server) putDevicePersona(w http.ResponseWriter, r *http.Request) {
 	if p, ok := s.readPersona(w, r); ok {
 		v, err := s.personas.SetDevicePersona(r.Context(), principal(r), r.PathValue("id"), p)
-		s.personaAnswer(w, r, v, err)
+		s.answer(w, r, v, err)
 	}
 }
 
 func (s *Server) getHomePersona(w http.ResponseWriter, r *http.Request) {
 	v, err := s.personas.HomePersona(r.Context(), principal(r), r.PathValue("id"))
-	s.personaAnswer(w, r, v, err)
+	s.answer(w, r, v, err)
 }
 
 func (s *Server) putHomePersona(w http.ResponseWriter, r *http.Request) {
 	if p, ok := s.readPersona(w, r); ok {
 		v, err := s.personas.SetHomePersona(r.Context(), principal(r), r.PathValue("id"), p)
-		s.personaAnswer(w, r, v, err)
+		s.answer(w, r, v, err)
 	}
 }
 
 func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
 	m, err := s.personas.Memory(r.Context(), principal(r), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, m)
+	s.answer(w, r, m, err)
 }
 
 func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) {

@@ -246,6 +246,26 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 		"no such endpoint: "+r.Method+" "+r.URL.Path+" (the API serves /api/devices, /api/calls, /api/events, /api/activations and /api/agent; GET /api/openapi.json describes every route)")
 }
 
+// unlessMissing is h, or, when missing (a part of Options left nil), a
+// handler that answers 503 saying the hub has no what.
+func (s *Server) unlessMissing(missing bool, what string, h http.HandlerFunc) http.HandlerFunc {
+	if !missing {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, hub.Errorf(hub.EUNAVAILABLE, "%s are not set up on this hub", what))
+	}
+}
+
+// answer writes v as JSON with 200, or err.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 // fail writes err as an error response, logging internal errors with the
 // request they happened in. The registry's "unknown" errors get the route
 // that lists the known ones.

@@ -54,13 +54,7 @@ func init() {
 
 // needServices answers 503 while the hub has no services (Options.Services).
 func (s *Server) needServices(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.services == nil {
-			s.fail(w, r, hub.Errorf(hub.EUNAVAILABLE, "services are not set up on this hub"))
-			return
-		}
-		h(w, r)
-	}
+	return s.unlessMissing(s.services == nil, "services", h)
 }
 
 func (s *Server) listServices(w http.ResponseWriter, r *http.Request) {

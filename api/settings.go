@@ -61,17 +61,13 @@ func init() {
 // needSettings answers 503 while the hub has no live settings, and 403 to
 // anyone but the admin.
 func (s *Server) needSettings(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.settings == nil {
-			s.fail(w, r, hub.Errorf(hub.EUNAVAILABLE, "live settings are not set up on this hub"))
-			return
-		}
+	return s.unlessMissing(s.settings == nil, "live settings", func(w http.ResponseWriter, r *http.Request) {
 		if !principal(r).Admin {
 			s.fail(w, r, hub.Errorf(hub.EFORBIDDEN, "only the admin reads and changes the hub's settings"))
 			return
 		}
 		h(w, r)
-	}
+	})
 }
 
 type settingsBody struct {
@@ -85,15 +81,18 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
 var settingsSpec = bodySpec{shape: `{"tts-voice":"nova"}`, limit: 32 << 10}
 
 func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
+	s.changeSettings(w, r, s.settings.Set)
+}
+
+// changeSettings answers a PUT of settings, applied by set (the hub's or
+// a home's).
+func (s *Server) changeSettings(w http.ResponseWriter, r *http.Request, set func(context.Context, map[string]*string) (map[string]hub.SettingView, error)) {
 	changes, err := settingChanges(w, r)
+	var view map[string]hub.SettingView
 	if err == nil {
-		var view map[string]hub.SettingView
-		if view, err = s.settings.Set(r.Context(), changes); err == nil {
-			writeJSON(w, http.StatusOK, settingsBody{view})
-			return
-		}
+		view, err = set(r.Context(), changes)
 	}
-	s.fail(w, r, err)
+	s.answer(w, r, settingsBody{view}, err)
 }
 
 // settingChanges reads a PUT body of settings: names with string values,
@@ -130,33 +129,31 @@ type settingsTestBody struct {
 }
 
 func (s *Server) testSettings(w http.ResponseWriter, r *http.Request) {
+	s.testWith(w, r, s.settings.Test)
+}
+
+// testWith answers a settings test, made by test (the hub's or a home's).
+func (s *Server) testWith(w http.ResponseWriter, r *http.Request, test func(ctx context.Context, what string, given map[string]string) (hub.SettingsTest, error)) {
 	var body settingsTestBody
 	err := decodeBody(w, r, &body, settingsTestSpec, false)
+	var res hub.SettingsTest
 	if err == nil {
-		var res hub.SettingsTest
-		if res, err = s.settings.Test(r.Context(), body.What, body.Settings); err == nil {
-			writeJSON(w, http.StatusOK, res)
-			return
-		}
+		res, err = test(r.Context(), body.What, body.Settings)
 	}
-	s.fail(w, r, err)
+	s.answer(w, r, res, err)
 }
 
 // homeSettings answers 503 while the hub has no live settings, and lets
 // only the home's owners and the admin on (a home the caller is not in is
 // the unknown home's 404).
 func (s *Server) homeSettings(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.settings == nil {
-			s.fail(w, r, hub.Errorf(hub.EUNAVAILABLE, "live settings are not set up on this hub"))
-			return
-		}
+	return s.unlessMissing(s.settings == nil, "live settings", func(w http.ResponseWriter, r *http.Request) {
 		if err := s.accounts.RequireRole(principal(r), r.PathValue("home"), hub.RoleOwner, "read or change its settings"); err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		h(w, r)
-	}
+	})
 }
 
 func (s *Server) getHomeSettings(w http.ResponseWriter, r *http.Request) {
@@ -164,26 +161,15 @@ func (s *Server) getHomeSettings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putHomeSettings(w http.ResponseWriter, r *http.Request) {
-	changes, err := settingChanges(w, r)
-	if err == nil {
-		var view map[string]hub.SettingView
-		if view, err = s.settings.SetHome(r.Context(), r.PathValue("home"), changes); err == nil {
-			writeJSON(w, http.StatusOK, settingsBody{view})
-			return
-		}
-	}
-	s.fail(w, r, err)
+	home := r.PathValue("home")
+	s.changeSettings(w, r, func(ctx context.Context, changes map[string]*string) (map[string]hub.SettingView, error) {
+		return s.settings.SetHome(ctx, home, changes)
+	})
 }
 
 func (s *Server) testHomeSettings(w http.ResponseWriter, r *http.Request) {
-	var body settingsTestBody
-	err := decodeBody(w, r, &body, settingsTestSpec, false)
-	if err == nil {
-		var res hub.SettingsTest
-		if res, err = s.settings.TestHome(r.Context(), r.PathValue("home"), body.What, body.Settings); err == nil {
-			writeJSON(w, http.StatusOK, res)
-			return
-		}
-	}
-	s.fail(w, r, err)
+	home := r.PathValue("home")
+	s.testWith(w, r, func(ctx context.Context, what string, given map[string]string) (hub.SettingsTest, error) {
+		return s.settings.TestHome(ctx, home, what, given)
+	})
 }
