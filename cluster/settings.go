@@ -124,7 +124,6 @@ func (s *sharedSettings) SaveMemory(ctx context.Context, m hub.Memory) error {
 // open after the node started, so this is called then.
 func (n *Node) ServeSettings(ctx context.Context, r SettingsReloader) error {
 	n.mu.Lock()
-	n.settingsReload = r
 	local := n.settingsLocal
 	var keys []string
 	for k := range n.seen {
@@ -144,6 +143,11 @@ func (n *Node) ServeSettings(ctx context.Context, r SettingsReloader) error {
 	if err := n.shareOwnSettings(ctx, local); err != nil {
 		return err
 	}
+	// One reload for all of the above (applySetting reloads only once r
+	// is set); a change the watch applies from now on reloads itself.
+	n.mu.Lock()
+	n.settingsReload = r
+	n.mu.Unlock()
 	return r.Reload(ctx)
 }
 
