@@ -391,6 +391,26 @@ type reply struct {
 	Error  *replyError     `json:"error,omitempty"`
 }
 
+// err is the error the node answered with, nil for none.
+func (r reply) err() error {
+	if r.Error == nil {
+		return nil
+	}
+	return &hub.Error{Code: r.Error.Code, Message: r.Error.Message}
+}
+
+// result is the call's result, or its error; of names the call in the
+// error of an answer without either (made only then: calls are a hot path).
+func (r reply) result(of func() string) (hub.CallResult, error) {
+	if err := r.err(); err != nil {
+		return hub.CallResult{}, err
+	}
+	if r.Result == nil {
+		return hub.CallResult{}, hub.Errorf(hub.EINTERNAL, "a hub node answered %s without a result", of())
+	}
+	return *r.Result, nil
+}
+
 type replyError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`

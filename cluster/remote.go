@@ -36,13 +36,7 @@ func (c *remoteConn) CallTool(ctx context.Context, name string, args json.RawMes
 	if err := c.do(ctx, request{Op: "call", Tool: name, Arguments: args}, &r); err != nil {
 		return hub.CallResult{}, err
 	}
-	if r.Error != nil {
-		return hub.CallResult{}, &hub.Error{Code: r.Error.Code, Message: r.Error.Message}
-	}
-	if r.Result == nil {
-		return hub.CallResult{}, hub.Errorf(hub.EINTERNAL, "hub node %s answered the call on %s without a result", c.node, c.id)
-	}
-	return *r.Result, nil
+	return r.result(func() string { return fmt.Sprintf("the call on %s (hub node %s)", c.id, c.node) })
 }
 
 func (c *remoteConn) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error {
@@ -50,10 +44,7 @@ func (c *remoteConn) SendIoT(ctx context.Context, cmds []hub.IoTCommand) error {
 	if err := c.do(ctx, request{Op: "iot", Commands: cmds}, &r); err != nil {
 		return err
 	}
-	if r.Error != nil {
-		return &hub.Error{Code: r.Error.Code, Message: r.Error.Message}
-	}
-	return nil
+	return r.err()
 }
 
 func (c *remoteConn) do(ctx context.Context, req request, out *reply) error {

@@ -66,13 +66,7 @@ func (c ServiceCalls) Call(ctx context.Context, service, tool string, args []byt
 	if err := json.Unmarshal(m.Data, &r); err != nil {
 		return hub.CallResult{}, hub.Errorf(hub.EINTERNAL, "a hub node answered a call to service %q with malformed JSON: %v", service, err)
 	}
-	if r.Error != nil {
-		return hub.CallResult{}, &hub.Error{Code: r.Error.Code, Message: r.Error.Message}
-	}
-	if r.Result == nil {
-		return hub.CallResult{}, hub.Errorf(hub.EINTERNAL, "a hub node answered a call to service %q without a result", service)
-	}
-	return *r.Result, nil
+	return r.result(func() string { return fmt.Sprintf("a call to service %q", service) })
 }
 
 // ServeServiceCalls answers the other nodes' calls to the services
