@@ -3,12 +3,14 @@ package opus
 import "github.com/xiaozhi-hub/hub/voice/driver"
 
 // Codec makes this package's coders for the voice engine (driver.Codec),
-// encoding with Settings (the zero Settings: Speech).
+// encoding with Settings (the zero Settings: Speech). Its coders are
+// reused: their Release keeps them, reset, for the next answer or
+// utterance (reuse.go).
 type Codec struct{ Settings Settings }
 
-// NewDecoder returns NewDecoder(rate) as a driver.Decoder.
+// NewDecoder returns a decoder to rate as a driver.Decoder.
 func (Codec) NewDecoder(rate int) (driver.Decoder, error) {
-	d, err := NewDecoder(rate)
+	d, err := takeDecoder(rate)
 	if err != nil {
 		return nil, err // not a nil *Decoder in a non-nil interface
 	}
@@ -21,7 +23,7 @@ func (c Codec) NewEncoder(rate, frameMs int) (driver.Encoder, error) {
 	if s == (Settings{}) {
 		s = Speech
 	}
-	e, err := s.NewEncoder(rate, frameMs)
+	e, err := s.takeEncoder(rate, frameMs)
 	if err != nil {
 		return nil, err
 	}

@@ -14,11 +14,9 @@ import (
 	"github.com/xiaozhi-hub/hub/vad"
 )
 
-// opusCodec is the real codec (package opus) behind the voice interfaces.
-type opusCodec struct{}
-
-func (opusCodec) NewDecoder(rate int) (Decoder, error)     { return opus.NewDecoder(rate) }
-func (opusCodec) NewEncoder(rate, ms int) (Encoder, error) { return opus.NewEncoder(rate, ms) }
+// opusCodec is the hub's codec (package opus, its coders reused), behind
+// the voice interfaces.
+type opusCodec = opus.Codec
 
 // quietOutput counts what a device would receive, and signals each tts
 // stop. It plays as a device does: from the answer's first frame on, one

@@ -52,7 +52,7 @@ type Conversation struct {
 	mode       string     // auto, manual, realtime
 	missing    string     // what the hub lacks to answer in speech ("" when nothing)
 	answered   bool       // the not-configured answer was given
-	dec        Decoder
+	dec        Decoder    // while audio is taken (hearing), else given back
 	vad        VAD
 	pre        [][]int16  // the last frames before speech began (auto, realtime)
 	utt        *utterance // the utterance being heard
@@ -149,6 +149,7 @@ func (c *Conversation) Listen(state, mode, _ string) {
 			c.endUtterance()
 		}
 		c.on = false
+		c.settle()
 	}
 }
 
@@ -200,6 +201,7 @@ func (c *Conversation) end() *turn {
 	}
 	t := c.t
 	c.t = nil
+	c.settle()
 	return t
 }
 

@@ -36,13 +36,37 @@ const preFrames = 5 // 300 ms of 60 ms frames kept from before speech began
 // beyond it frames are dropped.
 const heardQueue = 64
 
+// hearing is whether uplink audio is taken: between listen start and the
+// end of the utterance, and during an answer only in realtime mode with
+// echo cancellation. c.mu is held.
+func (c *Conversation) hearing() bool {
+	return !c.ended && c.on && c.missing == "" && (c.t == nil || c.mode == "realtime" && !c.halfDuplex)
+}
+
+// settle gives the decoder back to the codec while no audio is taken, so
+// that a conversation between utterances holds none (the next frame heard
+// takes one). c.mu is held.
+func (c *Conversation) settle() {
+	if c.dec != nil && !c.hearing() {
+		release(c.dec)
+		c.dec = nil
+	}
+}
+
+// release gives a coder back to the codec, if it keeps coders (Codec).
+func release(coder any) {
+	if r, ok := coder.(interface{ Release() }); ok {
+		r.Release()
+	}
+}
+
 // hear handles one uplink frame: decoded, and in auto and realtime modes
 // given to the end-of-speech detector, on the caller's goroutine; it
 // starts an utterance's goroutine when speech begins. It returns the
 // answer the frame interrupts (realtime mode: the person talks over it),
 // to be aborted once c.mu is released. c.mu is held.
 func (c *Conversation) hear(opus []byte) (interrupted *turn) {
-	if c.ended || !c.on || c.missing != "" || c.t != nil && (c.mode != "realtime" || c.halfDuplex) {
+	if !c.hearing() {
 		c.Dropped.Add(1) // not listening, or the device's mic should be off
 		return nil
 	}
@@ -151,6 +175,7 @@ func (c *Conversation) endUtterance() {
 	u.turn = c.newTurn(u.ctx)
 	c.t = u.turn
 	close(u.frames)
+	c.settle()
 }
 
 // abandon ends an utterance that will not be answered (the conversation
@@ -230,6 +255,7 @@ func (c *Conversation) unheard(u *utterance) *turn {
 	if u.turn != nil {
 		if c.t == u.turn {
 			c.on = false
+			c.settle()
 		}
 		return u.turn
 	}
@@ -241,6 +267,7 @@ func (c *Conversation) unheard(u *utterance) *turn {
 		u.gap.Stop()
 	}
 	c.on = false
+	c.settle()
 	if c.t != nil {
 		return nil
 	}

@@ -224,6 +224,7 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 			c.write(ctx, sentenceMessage(failed(c.says, "speech", err)))
 		}
 	}
+	d.release()
 	if answerErr != nil {
 		t.fail("answer_failed", answerErr)
 		c.e.log.Warn("answer failed", "device", c.deviceID, "err", answerErr)
@@ -238,7 +239,9 @@ func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
 	c.write(ctx, llmMessage("sad"))
 	c.write(ctx, sentenceMessage(text))
 	d := c.newDownlink(t)
-	if err := c.speak(ctx, t, d, text); err == nil {
+	err := c.speak(ctx, t, d, text)
+	d.release()
+	if err == nil {
 		d.p.drain(ctx)
 	}
 }
@@ -258,6 +261,15 @@ type downlink struct {
 	// next is late, as it is when many answers compete for the CPU.
 	held    [][]byte
 	started bool
+}
+
+// release gives the encoder back once the answer's audio is encoded
+// (the wait for the device to play it needs none).
+func (d *downlink) release() {
+	if d.enc != nil {
+		release(d.enc)
+		d.enc = nil
+	}
 }
 
 // startFrames is how many frames an answer starts with at once: 180 ms

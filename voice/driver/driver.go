@@ -43,7 +43,10 @@ type Speech interface {
 	Close()
 }
 
-// Codec makes the Opus coders of one conversation.
+// Codec makes the Opus coders of one conversation: a decoder for each
+// utterance, an encoder for each answer. A coder that has a Release()
+// method is released once the engine is done with it and not used
+// after: a codec may keep it, reset, for the next (package opus does).
 type Codec interface {
 	// NewDecoder decodes mono Opus to PCM at rate.
 	NewDecoder(rate int) (Decoder, error)

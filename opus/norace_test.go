@@ -1,0 +1,5 @@
+//go:build !race
+
+package opus
+
+const raceEnabled = false
