@@ -8,16 +8,15 @@ package opus
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/thesyncim/gopus"
 )
 
 // Decoder decodes one device's uplink packets to 16-bit mono PCM.
 type Decoder struct {
-	d    *gopus.Decoder
-	buf  []int16
-	pool *sync.Pool // made by Codec: Release puts it back
+	d     *gopus.Decoder
+	buf   []int16
+	shelf *shelf[*Decoder] // made by Codec: Release puts it back
 }
 
 // NewDecoder returns a decoder to rate (8, 12, 16, 24 or 48 kHz).
@@ -55,7 +54,7 @@ type Encoder struct {
 	e     *gopus.Encoder
 	frame int // samples per packet
 	buf   []byte
-	pool  *sync.Pool // made by Codec: Release puts it back
+	shelf *shelf[*Encoder] // made by Codec: Release puts it back
 }
 
 // Settings are the encoder's knobs an operator may turn (config's

@@ -3,6 +3,7 @@ package opus
 import (
 	"reflect"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/thesyncim/gopus"
@@ -12,8 +13,14 @@ import (
 // (its analysis state and the scratch of its first frame) and a decoder
 // about 195 KB, so a hub that made one per answer and per utterance
 // allocated most of a spoken turn's memory in them (BENCHMARKS.md, "Voice
-// under load, from outside"). Codec's coders come from pools, one per
+// under load, from outside"). Codec's coders come from shelves, one per
 // kind of coder, and go back with Release, reset.
+//
+// A shelf, not a sync.Pool: the garbage collector empties a sync.Pool
+// within two cycles, and a hub under voice load collects several times a
+// second, so the coders were gone before the next turn. A shelf keeps at
+// most maxIdle coders, and lets go of those left unused for keepIdle, so
+// that a hub whose talkers went quiet gives their memory back.
 //
 // A reset coder must code exactly as a new one: what one device's answer
 // leaves in it must not reach another device's. gopus v0.1.1's
@@ -22,44 +29,105 @@ import (
 // version of gopus does not have the fields it clears, encoders are not
 // reused (encodersReusable).
 
+const (
+	maxIdle  = 128              // coders kept per kind: 56 MB of encoders at most
+	keepIdle = 30 * time.Second // a coder unused this long is let go
+)
+
+// shelf keeps released coders of one kind, the latest on top.
+type shelf[C any] struct {
+	mu    sync.Mutex
+	idle  []shelved[C]
+	timer *time.Timer // lets go of coders unused for keepIdle; set while idle is not empty
+}
+
+type shelved[C any] struct {
+	c     C
+	since time.Time
+}
+
+// take returns the coder released last, if any.
+func (s *shelf[C]) take() (c C, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.idle); n > 0 {
+		c, ok = s.idle[n-1].c, true
+		s.idle[n-1] = shelved[C]{}
+		s.idle = s.idle[:n-1]
+	}
+	return c, ok
+}
+
+// put keeps c, unless maxIdle are kept already.
+func (s *shelf[C]) put(c C) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.idle) >= maxIdle {
+		return
+	}
+	s.idle = append(s.idle, shelved[C]{c, time.Now()})
+	if s.timer == nil {
+		s.timer = time.AfterFunc(keepIdle, s.tidy)
+	}
+}
+
+// tidy lets go of the coders unused for keepIdle (the oldest are at the
+// bottom), and comes back when the next one's time is up.
+func (s *shelf[C]) tidy() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	old := 0
+	for old < len(s.idle) && now.Sub(s.idle[old].since) >= keepIdle {
+		old++
+	}
+	clear(s.idle[:old])
+	s.idle = append(s.idle[:0], s.idle[old:]...)
+	if len(s.idle) == 0 {
+		s.idle, s.timer = nil, nil
+		return
+	}
+	s.timer.Reset(keepIdle - now.Sub(s.idle[0].since))
+}
+
 type encoderKind struct {
 	rate, frameMs int
 	s             Settings
 }
 
-var pools struct {
+var shelves struct {
 	sync.Mutex
-	encoders map[encoderKind]*sync.Pool // of *Encoder
-	decoders map[int]*sync.Pool         // of *Decoder, by rate
+	encoders map[encoderKind]*shelf[*Encoder]
+	decoders map[int]*shelf[*Decoder] // by rate
 }
 
-// poolFor returns m's pool for key, made on first use. pools is locked.
-func poolFor[K comparable](m *map[K]*sync.Pool, key K) *sync.Pool {
-	pools.Lock()
-	defer pools.Unlock()
+// shelfFor returns m's shelf for key, made on first use.
+func shelfFor[K comparable, C any](m *map[K]*shelf[C], key K) *shelf[C] {
+	shelves.Lock()
+	defer shelves.Unlock()
 	if *m == nil {
-		*m = make(map[K]*sync.Pool)
+		*m = make(map[K]*shelf[C])
 	}
-	p := (*m)[key]
-	if p == nil {
-		p = new(sync.Pool)
-		(*m)[key] = p
+	s := (*m)[key]
+	if s == nil {
+		s = new(shelf[C])
+		(*m)[key] = s
 	}
-	return p
+	return s
 }
 
-// takeEncoder returns a reset encoder of this kind from the pool, or a new
-// one.
+// takeEncoder returns a reset encoder of this kind from its shelf, or a
+// new one.
 func (s Settings) takeEncoder(rate, frameMs int) (*Encoder, error) {
-	pool := poolFor(&pools.encoders, encoderKind{rate, frameMs, s})
-	if e, ok := pool.Get().(*Encoder); ok {
+	sh := shelfFor(&shelves.encoders, encoderKind{rate, frameMs, s})
+	if e, ok := sh.take(); ok {
 		return e, nil
 	}
 	e, err := s.NewEncoder(rate, frameMs)
 	if err != nil {
 		return nil, err
 	}
-	e.pool = pool
+	e.shelf = sh
 	return e, nil
 }
 
@@ -67,11 +135,11 @@ func (s Settings) takeEncoder(rate, frameMs int) (*Encoder, error) {
 // answer; the caller uses it no more. It does nothing for an encoder made
 // by NewEncoder.
 func (e *Encoder) Release() {
-	if e.pool == nil || !encodersReusable {
+	if e.shelf == nil || !encodersReusable {
 		return
 	}
 	e.reset()
-	e.pool.Put(e)
+	e.shelf.put(e)
 }
 
 // reset returns the encoder to the state of a new one, settings kept.
@@ -80,17 +148,18 @@ func (e *Encoder) reset() {
 	clearFilter(e.e)
 }
 
-// takeDecoder returns a reset decoder to rate from the pool, or a new one.
+// takeDecoder returns a reset decoder to rate from its shelf, or a new
+// one.
 func takeDecoder(rate int) (*Decoder, error) {
-	pool := poolFor(&pools.decoders, rate)
-	if d, ok := pool.Get().(*Decoder); ok {
+	sh := shelfFor(&shelves.decoders, rate)
+	if d, ok := sh.take(); ok {
 		return d, nil
 	}
 	d, err := NewDecoder(rate)
 	if err != nil {
 		return nil, err
 	}
-	d.pool = pool
+	d.shelf = sh
 	return d, nil
 }
 
@@ -98,11 +167,11 @@ func takeDecoder(rate int) (*Decoder, error) {
 // utterance; the caller uses it no more. It does nothing for a decoder
 // made by NewDecoder.
 func (d *Decoder) Release() {
-	if d.pool == nil {
+	if d.shelf == nil {
 		return
 	}
 	d.d.Reset()
-	d.pool.Put(d)
+	d.shelf.put(d)
 }
 
 // encodersReusable is whether clearFilter can reach the fields gopus's

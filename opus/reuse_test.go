@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // loud is a full-scale answer: a 440 Hz tone over a DC offset, the kind
@@ -86,9 +88,6 @@ func TestReusedDecoderDecodesAsNew(t *testing.T) {
 // Codec's coders go back to a pool when released, and a released coder
 // serves the next answer: a spoken turn allocates no new coder.
 func TestCodecReusesCoders(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector drops sync.Pool items at random")
-	}
 	var c Codec
 	frame := make([]int16, 24000*60/1000)
 	allocs := testing.AllocsPerRun(20, func() {
@@ -110,4 +109,39 @@ func TestCodecReusesCoders(t *testing.T) {
 	if allocs > 5 {
 		t.Fatalf("%.0f allocations per answer: the coders are not reused", allocs)
 	}
+}
+
+// A shelf keeps released coders across garbage collections, at most
+// maxIdle, and lets go of those unused for keepIdle: a hub whose talkers
+// went quiet gives their memory back.
+func TestShelfLetsGoOfUnusedCoders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s shelf[int]
+		for i := range maxIdle + 5 {
+			s.put(i)
+		}
+		kept := func() (n int, timer bool) {
+			synctest.Wait() // the shelf's timer has run if its time was up
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return len(s.idle), s.timer != nil
+		}
+		if n, _ := kept(); n != maxIdle {
+			t.Fatalf("%d coders kept, at most %d", n, maxIdle)
+		}
+		time.Sleep(keepIdle / 2)
+		c, ok := s.take()
+		if !ok || c != maxIdle-1 {
+			t.Fatalf("took %d, %v: want the one released last", c, ok)
+		}
+		s.put(c) // used again: its time starts now
+		time.Sleep(keepIdle/2 + time.Second)
+		if n, _ := kept(); n != 1 {
+			t.Fatalf("%d coders kept %v after their last use, want only the one used since", n, keepIdle)
+		}
+		time.Sleep(keepIdle)
+		if n, timer := kept(); n != 0 || timer {
+			t.Fatal("a coder unused for keepIdle is still kept")
+		}
+	})
 }

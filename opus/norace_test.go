@@ -1,5 +1,0 @@
-//go:build !race
-
-package opus
-
-const raceEnabled = false
