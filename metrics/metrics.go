@@ -125,13 +125,14 @@ func (m *Metrics) CounterFunc(name, help string, f func() float64) {
 	}
 }
 
-// BuildInfo registers xiaozhi_hub_build_info{version,go_version} = 1,
-// with the Go version the hub was built with.
-func (m *Metrics) BuildInfo(version string) {
+// BuildInfo registers xiaozhi_hub_build_info{version,go_version,opus} = 1,
+// with the Go version the hub was built with and its Opus implementation
+// (gopus, or libopus in a build with -tags libopus).
+func (m *Metrics) BuildInfo(version, opus string) {
 	goVersion := runtime.Version()
 	if m != nil {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "xiaozhi_hub_build_info", Help: "The hub's version and Go version (value 1).",
-			ConstLabels: prometheus.Labels{"version": version, "go_version": goVersion}})
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "xiaozhi_hub_build_info", Help: "The hub's version, Go version and Opus implementation (value 1).",
+			ConstLabels: prometheus.Labels{"version": version, "go_version": goVersion, "opus": opus}})
 		g.Set(1)
 		m.Registry.MustRegister(g)
 	}

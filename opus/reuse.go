@@ -1,12 +1,8 @@
 package opus
 
 import (
-	"reflect"
 	"sync"
 	"time"
-	"unsafe"
-
-	"github.com/thesyncim/gopus"
 )
 
 // Coders are reused: a gopus encoder is about 440 KB once it has encoded
@@ -23,11 +19,8 @@ import (
 // that a hub whose talkers went quiet gives their memory back.
 //
 // A reset coder must code exactly as a new one: what one device's answer
-// leaves in it must not reach another device's. gopus v0.1.1's
-// Encoder.Reset leaves the input filter's memory (docs/upstream/gopus-reset.md),
-// so clearFilter clears it as libopus's OPUS_RESET_STATE does; if this
-// version of gopus does not have the fields it clears, encoders are not
-// reused (encodersReusable).
+// leaves in it must not reach another device's (each implementation's
+// reset; encodersReusable is false where it cannot).
 
 const (
 	maxIdle  = 128              // coders kept per kind: 56 MB of encoders at most
@@ -142,12 +135,6 @@ func (e *Encoder) Release() {
 	e.shelf.put(e)
 }
 
-// reset returns the encoder to the state of a new one, settings kept.
-func (e *Encoder) reset() {
-	e.e.Reset()
-	clearFilter(e.e)
-}
-
 // takeDecoder returns a reset decoder to rate from its shelf, or a new
 // one.
 func takeDecoder(rate int) (*Decoder, error) {
@@ -170,38 +157,6 @@ func (d *Decoder) Release() {
 	if d.shelf == nil {
 		return
 	}
-	d.d.Reset()
+	d.reset()
 	d.shelf.put(d)
-}
-
-// encodersReusable is whether clearFilter can reach the fields gopus's
-// Reset leaves.
-var encodersReusable = func() bool {
-	e, err := gopus.NewEncoder(gopus.EncoderConfig{SampleRate: 16000, Channels: 1, Application: gopus.ApplicationAudio})
-	return err == nil && clearFilter(e)
-}()
-
-// clearFilter clears the input high-pass filter's memory of gopus's
-// internal encoder, which its Reset leaves (hpMem, and the SILK cutoff's
-// smoothing, variableHPSmth2Q15 and variableHPSmth2Inited), and reports
-// whether the fields were there with the types of gopus v0.1.1. They are
-// unexported, so they are reached by reflection; remove this once gopus's
-// Reset clears them (docs/upstream/gopus-reset.md).
-func clearFilter(e *gopus.Encoder) bool {
-	enc := reflect.ValueOf(e).Elem().FieldByName("enc")
-	if enc.Kind() != reflect.Pointer || enc.IsNil() {
-		return false
-	}
-	in := enc.Elem()
-	hp := in.FieldByName("hpMem")
-	smth := in.FieldByName("variableHPSmth2Q15")
-	inited := in.FieldByName("variableHPSmth2Inited")
-	if !hp.IsValid() || !smth.IsValid() || !inited.IsValid() ||
-		hp.Type() != reflect.TypeFor[[4]float32]() || smth.Kind() != reflect.Int32 || inited.Kind() != reflect.Bool {
-		return false
-	}
-	*(*[4]float32)(unsafe.Pointer(hp.UnsafeAddr())) = [4]float32{}
-	*(*int32)(unsafe.Pointer(smth.UnsafeAddr())) = 0
-	*(*bool)(unsafe.Pointer(inited.UnsafeAddr())) = false
-	return true
 }

@@ -71,7 +71,7 @@ func TestReusedDecoderDecodesAsNew(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	used.d.Reset() // as Release does
+	used.reset() // as Release does
 	fresh, _ := NewDecoder(16000)
 	for i, p := range next {
 		a, err1 := used.Decode(p)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/server"
 	"github.com/xiaozhi-hub/hub/sim"
 )
@@ -40,8 +41,8 @@ func TestOperatorMetrics(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if !strings.Contains(string(body), `xiaozhi_hub_build_info{go_version="go`) {
-		t.Error("no xiaozhi_hub_build_info")
+	if !strings.Contains(string(body), `xiaozhi_hub_build_info{go_version="go`) || !strings.Contains(string(body), `opus="`+opus.Implementation+`"`) {
+		t.Error("no xiaozhi_hub_build_info with the Opus implementation")
 	}
 	if strings.Contains(string(body), "6e:01") || strings.Contains(string(body), "6e:02") {
 		t.Error("a device id appears in /metrics")

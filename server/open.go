@@ -18,6 +18,7 @@ import (
 	"github.com/xiaozhi-hub/hub/internal/httpx"
 	"github.com/xiaozhi-hub/hub/mcpserver"
 	"github.com/xiaozhi-hub/hub/oauth"
+	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/ota"
 	"github.com/xiaozhi-hub/hub/registry"
 	"github.com/xiaozhi-hub/hub/secretfile"
@@ -181,7 +182,7 @@ func (h *Hub) openServices(vopts voice.Options) error {
 // exportMetrics registers the hub's own gauges and counters.
 func (h *Hub) exportMetrics() {
 	m, reg := h.Metrics, h.Registry
-	m.BuildInfo(Version)
+	m.BuildInfo(Version, opus.Implementation)
 	m.CounterFunc("xiaozhi_hub_refusals_unreported_total", "Refused devices (WebSocket handshakes, OTA identity refusals, MQTT logins and publishes) neither logged nor recorded as events, because the device they name or their source address was over its limit (10, then one every 5 minutes).",
 		func() float64 { return float64(h.refusals.Unreported()) })
 	m.Gauge("xiaozhi_hub_voice_conversations", "Conversations open (a device's hello answered, not yet ended).", func() float64 { return float64(h.voice.Active()) })

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/server"
 )
 
@@ -68,5 +69,6 @@ func versionText() string {
 		fmt.Fprintf(&sb, "modified: %t\n", b.Modified)
 	}
 	fmt.Fprintf(&sb, "go: %s %s/%s\n", b.GoVersion, runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&sb, "opus: %s\n", opus.Implementation)
 	return sb.String()
 }

@@ -1,11 +1,13 @@
-//go:build libopus
+//go:build opuscheck
 
 // The cross-check against libopus, the firmware's own codec family: run
 // with Debian's libopus-dev installed and
 //
-//	go test -tags "libopus nolibopusfile" ./opus
+//	go test -tags "opuscheck nolibopusfile" ./opus
 //
-// It is kept out of the default build (cgo, a C library) and of CI.
+// It checks gopus, the default implementation, against libopus (through
+// gopkg.in/hraban/opus.v2). It is kept out of the default build (cgo, a C
+// library) and of CI.
 package opus
 
 import (
