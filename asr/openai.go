@@ -47,38 +47,52 @@ func (o *OpenAI) Start(_ context.Context, language string) (driver.Recognition, 
 	if max <= 0 {
 		max = 60 * time.Second
 	}
-	return &upload{o: o, language: language, max: int(max.Seconds() * rate)}, nil
+	return &upload{o: o, language: language, max: 2 * int(max.Seconds()*rate)}, nil
 }
 
 // upload collects an utterance and transcribes it when it is complete.
+// The audio is kept as the WAV file's samples from the start, and sent
+// from there: one buffer per utterance, sized for a short one.
 type upload struct {
 	o        *OpenAI
 	language string
-	pcm      []int16
-	max      int
+	data     []byte // 16-bit little-endian samples
+	max      int    // bytes
 }
+
+// usualUtterance is the audio an upload makes room for at first (a
+// command said to a speaker is a second or two).
+const usualUtterance = 2 * time.Second
 
 // Write adds PCM (16 kHz mono).
 func (u *upload) Write(pcm []int16) error {
-	if room := u.max - len(u.pcm); room > 0 {
-		u.pcm = append(u.pcm, pcm[:min(len(pcm), room)]...)
+	if u.data == nil {
+		u.data = make([]byte, 0, min(u.max, int(usualUtterance.Seconds()*rate)*2))
+	}
+	if room := (u.max - len(u.data)) / 2; room > 0 {
+		u.data = wav.AppendSamples(u.data, pcm[:min(len(pcm), room)])
 	}
 	return nil
 }
 
 // Close releases the audio.
-func (u *upload) Close() { u.pcm = nil }
+func (u *upload) Close() { u.data = nil }
 
 // Finish uploads the utterance and returns its text.
 func (u *upload) Finish(ctx context.Context) (string, error) {
-	if len(u.pcm) == 0 {
+	if len(u.data) == 0 {
 		return "", nil
 	}
 	o := u.o
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fw, _ := mw.CreateFormFile("file", "speech.wav")
-	_, _ = fw.Write(wav.Encode(u.pcm, rate))
+	// The form is written around the audio, which is sent as it is: the
+	// file's part header and the WAV header before it, the other fields
+	// after it.
+	var head, tail bytes.Buffer
+	form := &switchWriter{&head}
+	mw := multipart.NewWriter(form)
+	_, _ = mw.CreateFormFile("file", "speech.wav")
+	head.Write(wav.Header(len(u.data)/2, rate))
+	form.to = &tail
 	model := o.Model
 	if model == "" {
 		model = OpenAIModel
@@ -96,10 +110,20 @@ func (u *upload) Finish(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	endpoint := strings.TrimSuffix(baseURL(o.BaseURL), "/") + "/audio/transcriptions"
-	req, err := http.NewRequestWithContext(ctx, "POST", endpoint, &body)
+	parts := [][]byte{head.Bytes(), u.data, tail.Bytes()}
+	body := func() io.Reader {
+		r := make([]io.Reader, len(parts))
+		for i, p := range parts {
+			r[i] = bytes.NewReader(p)
+		}
+		return io.MultiReader(r...)
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", endpoint, body())
 	if err != nil {
 		return "", hub.Errorf(hub.EINVALID, "asr-base-url %q: %v", o.BaseURL, err)
 	}
+	req.ContentLength = int64(head.Len() + len(u.data) + tail.Len())
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	if o.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+o.APIKey)
@@ -124,6 +148,11 @@ func (u *upload) Finish(ctx context.Context) (string, error) {
 	}
 	return strings.TrimSpace(*out.Text), nil
 }
+
+// switchWriter writes to one writer, then another.
+type switchWriter struct{ to io.Writer }
+
+func (w *switchWriter) Write(p []byte) (int, error) { return w.to.Write(p) }
 
 func baseURL(s string) string {
 	if s == "" {

@@ -8,28 +8,29 @@ import (
 // pcmJoin turns 16-bit little-endian PCM that arrives in pieces of any
 // length (a sample may be split between two) into samples.
 type pcmJoin struct {
-	odd []byte // the first byte of a sample split across pieces
+	odd    byte // the first byte of a sample split across pieces
+	hasOdd bool
+	out    []int16 // what samples returned last (reused)
 }
 
-// samples returns the whole samples so far (nil when none).
+// samples returns the whole samples so far (nil when none), valid until
+// the next call: its slice is reused.
 func (p *pcmJoin) samples(data []byte) []int16 {
-	b := data
-	if p.odd != nil {
-		b = append(p.odd, data...)
-		p.odd = nil
+	p.out = p.out[:0]
+	if p.hasOdd && len(data) > 0 {
+		p.out = append(p.out, int16(uint16(p.odd)|uint16(data[0])<<8))
+		data, p.hasOdd = data[1:], false
 	}
-	if len(b)%2 == 1 {
-		p.odd = []byte{b[len(b)-1]}
-		b = b[:len(b)-1]
+	for ; len(data) >= 2; data = data[2:] {
+		p.out = append(p.out, int16(binary.LittleEndian.Uint16(data)))
 	}
-	if len(b) == 0 {
+	if len(data) == 1 {
+		p.odd, p.hasOdd = data[0], true
+	}
+	if len(p.out) == 0 {
 		return nil
 	}
-	pcm := make([]int16, len(b)/2)
-	for i := range pcm {
-		pcm[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
-	}
-	return pcm
+	return p.out
 }
 
 // maxBytes is how many bytes of PCM at rate max allows (default 60 s):

@@ -12,7 +12,9 @@ type framer struct {
 	pos     float64 // position of the next output sample in input samples, relative to prev
 	prev    int16   // the last input sample of the previous chunk
 	started bool
-	buf     []int16 // output samples not yet framed
+	buf     []int16   // output samples; those from off on are not yet framed
+	off     int       // where the samples not yet framed start
+	frames  [][]int16 // what push returned last (reused)
 }
 
 func newFramer(inRate int, down protocol.AudioParams) *framer {
@@ -22,25 +24,27 @@ func newFramer(inRate int, down protocol.AudioParams) *framer {
 	return &framer{in: inRate, out: down.SampleRate, size: down.SampleRate * down.FrameDuration / 1000}
 }
 
-// push adds a chunk and returns the complete frames. The frames share
-// the framer's buffer without copying (a second of speech is 17 frames,
-// 49 KB): f.buf only moves past them and appends after its end, so later
-// pushes never write over a frame handed out.
+// push adds a chunk and returns the complete frames, which are valid
+// until the next push: they share the framer's buffer, which the next
+// push reuses (a turn encodes each frame before it pushes more). A
+// framer's buffer grows to a chunk and a frame, not to the answer.
 func (f *framer) push(pcm []int16) [][]int16 {
+	f.buf = append(f.buf[:0], f.buf[f.off:]...) // the samples not framed yet to the front
+	f.off = 0
 	if f.in == f.out {
 		f.buf = append(f.buf, pcm...)
 	} else {
 		f.resample(pcm)
 	}
-	if len(f.buf) < f.size {
+	f.frames = f.frames[:0]
+	for len(f.buf)-f.off >= f.size {
+		f.frames = append(f.frames, f.buf[f.off:f.off+f.size:f.off+f.size])
+		f.off += f.size
+	}
+	if len(f.frames) == 0 {
 		return nil
 	}
-	frames := make([][]int16, 0, len(f.buf)/f.size)
-	for len(f.buf) >= f.size {
-		frames = append(frames, f.buf[:f.size:f.size])
-		f.buf = f.buf[f.size:]
-	}
-	return frames
+	return f.frames
 }
 
 // resample appends pcm, converted from f.in to f.out, to f.buf. Sample i
@@ -73,11 +77,11 @@ func (f *framer) resample(pcm []int16) {
 
 // flush returns the last, partial frame padded with silence, or nil.
 func (f *framer) flush() []int16 {
-	if len(f.buf) == 0 {
+	if len(f.buf) == f.off {
 		return nil
 	}
 	fr := make([]int16, f.size)
-	copy(fr, f.buf)
-	f.buf = f.buf[:0]
+	copy(fr, f.buf[f.off:])
+	f.buf, f.off = f.buf[:0], 0
 	return fr
 }

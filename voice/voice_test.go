@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -537,35 +538,38 @@ func TestFramerResamples(t *testing.T) {
 	}
 }
 
-// The framer hands out frames without copying them, and what it is
-// pushed later never changes a frame it handed out.
-func TestFramerFramesStay(t *testing.T) {
+// The framer hands out the pushed samples in frames, in order, across
+// pushes of any size, and reuses its buffer: an answer's chunks cost no
+// allocation once the buffer holds a chunk and a frame (its frames are
+// valid until the next push, which is how a turn uses them).
+func TestFramerReusesItsBuffer(t *testing.T) {
 	f := newFramer(24000, down)
 	second := make([]int16, 24000)
 	for i := range second {
 		second[i] = int16(i)
 	}
-	first := f.push(second[:2000]) // one frame and 560 samples left
-	if len(first) != 1 || first[0][0] != 0 || first[0][1439] != 1439 {
-		t.Fatalf("first push: %d frames", len(first))
-	}
-	rest := f.push(second[2000:])
-	for i := range 1440 {
-		if first[0][i] != int16(i) {
-			t.Fatalf("sample %d of the first frame became %d", i, first[0][i])
+	all, next := second, 0
+	for _, n := range []int{2000, 100, 5000, 1440, 7, 15453} {
+		for _, fr := range f.push(second[:n]) {
+			if !slices.Equal(fr, all[next:next+1440]) {
+				t.Fatalf("the frame from sample %d is not the samples pushed", next)
+			}
+			next += len(fr)
 		}
+		second = second[n:]
 	}
-	if len(rest) != 15 || rest[0][0] != 1440 || rest[14][1439] != 16*1440-1 {
-		t.Fatalf("second push: %d frames", len(rest))
+	if next != 16*1440 {
+		t.Fatalf("%d samples framed of 24000, want 16 frames", next)
 	}
-	// A second of speech in one piece: the buffer and the list of frames,
-	// not a copy of each of its 16 frames.
-	allocs := testing.AllocsPerRun(20, func() {
-		f := newFramer(24000, down)
-		f.push(second)
-	})
-	if allocs > 3 {
-		t.Errorf("a second of speech cost %.0f allocations", allocs)
+	if last := f.flush(); len(last) != 1440 || last[0] != 16*1440 || last[24000-16*1440-1] != 23999 || last[1439] != 0 {
+		t.Fatalf("the last frame: %d samples", len(last))
+	}
+	chunk := make([]int16, 4800) // 200 ms, as a synthesis stream sends
+	f = newFramer(24000, down)
+	f.push(chunk)
+	allocs := testing.AllocsPerRun(50, func() { f.push(chunk) })
+	if allocs > 0 {
+		t.Errorf("a chunk of an answer cost %.1f allocations", allocs)
 	}
 }
 

@@ -11,9 +11,15 @@ import (
 
 // Encode returns a mono 16-bit WAV file of pcm at rate.
 func Encode(pcm []int16, rate int) []byte {
-	b := make([]byte, 44+2*len(pcm))
+	return AppendSamples(Header(len(pcm), rate), pcm)
+}
+
+// Header returns the 44-byte header of a mono 16-bit WAV file of samples
+// at rate; the samples follow it (AppendSamples).
+func Header(samples, rate int) []byte {
+	b := make([]byte, 44, 44+2*samples)
 	copy(b[0:], "RIFF")
-	binary.LittleEndian.PutUint32(b[4:], uint32(36+2*len(pcm)))
+	binary.LittleEndian.PutUint32(b[4:], uint32(36+2*samples))
 	copy(b[8:], "WAVEfmt ")
 	binary.LittleEndian.PutUint32(b[16:], 16)
 	binary.LittleEndian.PutUint16(b[20:], 1) // PCM
@@ -23,9 +29,15 @@ func Encode(pcm []int16, rate int) []byte {
 	binary.LittleEndian.PutUint16(b[32:], 2)
 	binary.LittleEndian.PutUint16(b[34:], 16)
 	copy(b[36:], "data")
-	binary.LittleEndian.PutUint32(b[40:], uint32(2*len(pcm)))
-	for i, s := range pcm {
-		binary.LittleEndian.PutUint16(b[44+2*i:], uint16(s))
+	binary.LittleEndian.PutUint32(b[40:], uint32(2*samples))
+	return b
+}
+
+// AppendSamples appends pcm to b as a WAV file's samples (16-bit little
+// endian).
+func AppendSamples(b []byte, pcm []int16) []byte {
+	for _, s := range pcm {
+		b = binary.LittleEndian.AppendUint16(b, uint16(s))
 	}
 	return b
 }

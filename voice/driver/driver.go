@@ -38,7 +38,9 @@ type Synthesizer interface {
 type Speech interface {
 	// SampleRate of the PCM Read returns.
 	SampleRate() int
-	// Read returns the next PCM chunk, or io.EOF after the last.
+	// Read returns the next PCM chunk, or io.EOF after the last. The
+	// chunk is valid until the next Read or Close (a synthesis may reuse
+	// its buffer).
 	Read(ctx context.Context) ([]int16, error)
 	Close()
 }
