@@ -131,7 +131,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // returns an error, or when fn returns errStop.
 func readSSE(r io.Reader, fn func(event, data string) error) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	sc.Buffer(make([]byte, 4<<10), 8<<20) // grows for a long line; most are short
 	var event string
 	var data []string
 	dispatch := func() error {

@@ -51,48 +51,63 @@ func (o *OpenAI) Start(_ context.Context, language string) (driver.Recognition, 
 }
 
 // upload collects an utterance and transcribes it when it is complete.
-// The audio is kept as the WAV file's samples from the start, and sent
-// from there: one buffer per utterance, sized for a short one.
+// The audio is kept as the WAV file's samples from the start, in the
+// buffer the request is sent from: room is left before them for the
+// form's and the WAV's headers (formRoom), and the form's last fields
+// are appended after them. One buffer per utterance, sized for a short
+// one, and no copy of the audio.
 type upload struct {
 	o        *OpenAI
 	language string
-	data     []byte // 16-bit little-endian samples
-	max      int    // bytes
+	buf      []byte // formRoom bytes, then the 16-bit little-endian samples
+	max      int    // bytes of samples
 }
 
 // usualUtterance is the audio an upload makes room for at first (a
 // command said to a speaker is a second or two).
 const usualUtterance = 2 * time.Second
 
+// formRoom is the room before the samples: the form's boundary and the
+// file's part header (about 150 bytes) and the WAV header.
+const formRoom = 512
+
+func (u *upload) samples() []byte { return u.buf[min(len(u.buf), formRoom):] }
+
 // Write adds PCM (16 kHz mono).
 func (u *upload) Write(pcm []int16) error {
-	if u.data == nil {
-		u.data = make([]byte, 0, min(u.max, int(usualUtterance.Seconds()*rate)*2))
+	if u.buf == nil {
+		u.buf = make([]byte, formRoom, formRoom+min(u.max, int(usualUtterance.Seconds()*rate)*2))
 	}
-	if room := (u.max - len(u.data)) / 2; room > 0 {
-		u.data = wav.AppendSamples(u.data, pcm[:min(len(pcm), room)])
+	if room := (u.max - len(u.samples())) / 2; room > 0 {
+		u.buf = wav.AppendSamples(u.buf, pcm[:min(len(pcm), room)])
 	}
 	return nil
 }
 
 // Close releases the audio.
-func (u *upload) Close() { u.data = nil }
+func (u *upload) Close() { u.buf = nil }
 
 // Finish uploads the utterance and returns its text.
 func (u *upload) Finish(ctx context.Context) (string, error) {
-	if len(u.data) == 0 {
+	audio := u.samples()
+	if len(audio) == 0 {
 		return "", nil
 	}
 	o := u.o
-	// The form is written around the audio, which is sent as it is: the
-	// file's part header and the WAV header before it, the other fields
-	// after it.
-	var head, tail bytes.Buffer
-	form := &switchWriter{&head}
+	// The form is written around the audio: the file's part header and
+	// the WAV header into the room before it, the other fields after it.
+	head := &appender{}
+	form := &switchWriter{head}
 	mw := multipart.NewWriter(form)
 	_, _ = mw.CreateFormFile("file", "speech.wav")
-	head.Write(wav.Header(len(u.data)/2, rate))
-	form.to = &tail
+	head.b = wav.AppendHeader(head.b, len(audio)/2, rate)
+	if len(head.b) > formRoom {
+		return "", hub.Errorf(hub.EINTERNAL, "speech recognition: a form header of %d bytes", len(head.b))
+	}
+	start := formRoom - len(head.b)
+	copy(u.buf[start:], head.b)
+	after := &appender{b: u.buf}
+	form.to = after
 	model := o.Model
 	if model == "" {
 		model = OpenAIModel
@@ -110,20 +125,10 @@ func (u *upload) Finish(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	endpoint := strings.TrimSuffix(baseURL(o.BaseURL), "/") + "/audio/transcriptions"
-	parts := [][]byte{head.Bytes(), u.data, tail.Bytes()}
-	body := func() io.Reader {
-		r := make([]io.Reader, len(parts))
-		for i, p := range parts {
-			r[i] = bytes.NewReader(p)
-		}
-		return io.MultiReader(r...)
-	}
-	req, err := http.NewRequestWithContext(ctx, "POST", endpoint, body())
+	req, err := http.NewRequestWithContext(ctx, "POST", endpoint, bytes.NewReader(after.b[start:]))
 	if err != nil {
 		return "", hub.Errorf(hub.EINVALID, "asr-base-url %q: %v", o.BaseURL, err)
 	}
-	req.ContentLength = int64(head.Len() + len(u.data) + tail.Len())
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	if o.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+o.APIKey)
@@ -153,6 +158,11 @@ func (u *upload) Finish(ctx context.Context) (string, error) {
 type switchWriter struct{ to io.Writer }
 
 func (w *switchWriter) Write(p []byte) (int, error) { return w.to.Write(p) }
+
+// appender appends what is written to b.
+type appender struct{ b []byte }
+
+func (w *appender) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
 
 func baseURL(s string) string {
 	if s == "" {

@@ -102,7 +102,7 @@ func TestUtteranceIsBounded(t *testing.T) {
 	for range 100 {
 		u.Write(make([]int16, 16000))
 	}
-	if n := len(u.(*upload).data) / 2; n != 16000 {
+	if n := len(u.(*upload).samples()) / 2; n != 16000 {
 		t.Fatalf("kept %d samples", n)
 	}
 }

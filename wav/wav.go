@@ -11,26 +11,27 @@ import (
 
 // Encode returns a mono 16-bit WAV file of pcm at rate.
 func Encode(pcm []int16, rate int) []byte {
-	return AppendSamples(Header(len(pcm), rate), pcm)
+	return AppendSamples(AppendHeader(make([]byte, 0, HeaderSize+2*len(pcm)), len(pcm), rate), pcm)
 }
 
-// Header returns the 44-byte header of a mono 16-bit WAV file of samples
-// at rate; the samples follow it (AppendSamples).
-func Header(samples, rate int) []byte {
-	b := make([]byte, 44, 44+2*samples)
-	copy(b[0:], "RIFF")
-	binary.LittleEndian.PutUint32(b[4:], uint32(36+2*samples))
-	copy(b[8:], "WAVEfmt ")
-	binary.LittleEndian.PutUint32(b[16:], 16)
-	binary.LittleEndian.PutUint16(b[20:], 1) // PCM
-	binary.LittleEndian.PutUint16(b[22:], 1) // mono
-	binary.LittleEndian.PutUint32(b[24:], uint32(rate))
-	binary.LittleEndian.PutUint32(b[28:], uint32(rate*2))
-	binary.LittleEndian.PutUint16(b[32:], 2)
-	binary.LittleEndian.PutUint16(b[34:], 16)
-	copy(b[36:], "data")
-	binary.LittleEndian.PutUint32(b[40:], uint32(2*samples))
-	return b
+// HeaderSize is the size of the header AppendHeader writes.
+const HeaderSize = 44
+
+// AppendHeader appends the header of a mono 16-bit WAV file of samples at
+// rate to b; the samples follow it (AppendSamples).
+func AppendHeader(b []byte, samples, rate int) []byte {
+	b = append(b, "RIFF"...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(36+2*samples))
+	b = append(b, "WAVEfmt "...)
+	b = binary.LittleEndian.AppendUint32(b, 16)
+	b = binary.LittleEndian.AppendUint16(b, 1) // PCM
+	b = binary.LittleEndian.AppendUint16(b, 1) // mono
+	b = binary.LittleEndian.AppendUint32(b, uint32(rate))
+	b = binary.LittleEndian.AppendUint32(b, uint32(rate*2))
+	b = binary.LittleEndian.AppendUint16(b, 2)
+	b = binary.LittleEndian.AppendUint16(b, 16)
+	b = append(b, "data"...)
+	return binary.LittleEndian.AppendUint32(b, uint32(2*samples))
 }
 
 // AppendSamples appends pcm to b as a WAV file's samples (16-bit little
