@@ -2,7 +2,9 @@ package servertest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
 	"testing"
 
@@ -10,15 +12,42 @@ import (
 )
 
 // FreeAddr is a loopback TCP address nothing listens on (for a setting
-// that must name its port before the hub starts).
+// that must name its port before the hub starts). The port is chosen
+// below the kernel's ephemeral range when it can be, where neither an
+// outgoing connection nor another test's listener on port 0 can take it
+// between this check and the hub's bind: only another FreeAddr could,
+// one chance in thousands.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
+	if low := ephemeralLow(); low > 10000+1000 {
+		for range 100 {
+			addr := fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(low-10000))
+			if ln, err := net.Listen("tcp", addr); err == nil {
+				ln.Close()
+				return addr
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux),
+// 0 when unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(b), &low, &high); err != nil {
+		return 0
+	}
+	return low
 }
 
 // ClusterConfigs returns the configs of n hubs that form one cluster, as
