@@ -60,8 +60,8 @@ type Encoder struct {
 // and hybrid modes, which a voice hint at 32 kbps selects, cost 1.5–2.3
 // times the CPU in gopus.
 func (s Settings) NewEncoder(rate, frameMs int) (*Encoder, error) {
-	if err := errors.Join(s.Check()...); err != nil {
-		return nil, fmt.Errorf("opus encoder: %w", err)
+	if err := s.checked(); err != nil {
+		return nil, err
 	}
 	e, err := gopus.NewEncoder(gopus.EncoderConfig{SampleRate: rate, Channels: 1, Application: gopus.ApplicationAudio})
 	if err != nil {

@@ -87,8 +87,8 @@ type Encoder struct {
 // codes CELT only (the restricted low-delay application), as gopus.go's
 // does.
 func (s Settings) NewEncoder(rate, frameMs int) (*Encoder, error) {
-	if err := errors.Join(s.Check()...); err != nil {
-		return nil, fmt.Errorf("opus encoder: %w", err)
+	if err := s.checked(); err != nil {
+		return nil, err
 	}
 	switch frameMs {
 	case 10, 20, 40, 60:

@@ -55,6 +55,14 @@ func (s Settings) Check() []error {
 // 16, 24 or 48 kHz) for frames of frameMs (10, 20, 40 or 60 ms).
 func NewEncoder(rate, frameMs int) (*Encoder, error) { return Speech.NewEncoder(rate, frameMs) }
 
+// checked is Check's errors as NewEncoder returns them.
+func (s Settings) checked() error {
+	if err := errors.Join(s.Check()...); err != nil {
+		return fmt.Errorf("opus encoder: %w", err)
+	}
+	return nil
+}
+
 // FrameSamples is the number of samples Encode takes.
 func (e *Encoder) FrameSamples() int { return e.frame }
 
