@@ -89,16 +89,14 @@ func (b *bgWrites) writer() {
 	defer b.wg.Done()
 	for {
 		b.mu.Lock()
-		if len(b.ready) == 0 {
+		q, ok := popFront(&b.ready)
+		if !ok {
 			b.writers--
-			b.ready = nil // let a storm's backlog go
-			b.mu.Unlock()
+		}
+		b.mu.Unlock()
+		if !ok {
 			return
 		}
-		q := b.ready[0]
-		b.ready[0] = nil
-		b.ready = b.ready[1:]
-		b.mu.Unlock()
 		q.drain()
 	}
 }
@@ -106,18 +104,30 @@ func (b *bgWrites) writer() {
 func (q *writeQueue) drain() {
 	for {
 		q.mu.Lock()
-		if len(q.ops) == 0 {
+		op, ok := popFront(&q.ops)
+		if !ok {
 			q.busy = false
-			q.ops = nil
-			q.mu.Unlock()
+		}
+		q.mu.Unlock()
+		if !ok {
 			return
 		}
-		op := q.ops[0]
-		q.ops[0] = nil
-		q.ops = q.ops[1:]
-		q.mu.Unlock()
 		op()
 	}
+}
+
+// popFront takes the first element of *s, or reports false when there is
+// none; an emptied slice is released (a storm's backlog goes with it).
+func popFront[T any](s *[]T) (T, bool) {
+	var zero T
+	if len(*s) == 0 {
+		*s = nil
+		return zero, false
+	}
+	v := (*s)[0]
+	(*s)[0] = zero
+	*s = (*s)[1:]
+	return v, true
 }
 
 // write runs op after the device's queued writes and returns its error.

@@ -32,6 +32,17 @@ func newGatedStore() *gatedStore {
 	return &gatedStore{gate: make(chan struct{}), devices: map[string]hub.Device{}, tools: map[string][]hub.Tool{}}
 }
 
+// gatedRegistry returns a loaded registry over a gated store.
+func gatedRegistry(t *testing.T) (*gatedStore, *registry.Registry) {
+	t.Helper()
+	st := newGatedStore()
+	reg := registry.New(st, registry.Options{})
+	if err := reg.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return st, reg
+}
+
 func (s *gatedStore) pass() {
 	s.mu.Lock()
 	s.waiting++
@@ -82,11 +93,7 @@ func (s *gatedStore) state() (waiting int, devices map[string]hub.Device, tools 
 // state is what is stored once the store answers.
 func TestStormWritesWaitOnBoundedWriters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newGatedStore()
-		reg := registry.New(st, registry.Options{})
-		if err := reg.Load(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		st, reg := gatedRegistry(t)
 		const devices = 4 * registry.MaxWriters
 		for i := range devices {
 			id := fmt.Sprintf("aa:00:00:00:%02x:%02x", i/256, i%256)
@@ -122,11 +129,7 @@ func TestStormWritesWaitOnBoundedWriters(t *testing.T) {
 // tools_changed follows the write, and a failed write publishes none.
 func TestSetToolsLaterAnnouncesOnceStored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newGatedStore()
-		reg := registry.New(st, registry.Options{})
-		if err := reg.Load(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		st, reg := gatedRegistry(t)
 		events, stop := reg.Subscribe(hub.EventToolsChanged)
 		defer stop()
 		l := reg.Connect(registry.ConnectInfo{DeviceID: "d1", MCP: true}, registrytest.NewConn("x"))
