@@ -156,15 +156,53 @@ func (l *Link) SetServerInfo(board, firmware string) {
 }
 
 // SetTools replaces the device's tool list with a complete one just fetched,
-// clears the stale mark, and returns what changed.
+// clears the stale mark, and returns what changed. The list is stored
+// when it returns, and tools_changed published.
 func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, error) {
+	u := l.applyTools(tools)
+	if u == nil {
+		return hub.ToolChange{}, nil
+	}
+	if err := l.write(func() error { return u.save(ctx) }); err != nil {
+		return u.change, err
+	}
+	u.publish()
+	return u.change, nil
+}
+
+// SetToolsLater is SetTools with the write in the background: the list
+// is served from memory at once, stored after the device's earlier writes
+// (failures are logged, as SaveLater's), and tools_changed published once
+// it is, so that discovery does not wait for a commit. Disconnect and
+// Registry.Close write whatever is still queued.
+func (l *Link) SetToolsLater(tools []hub.Tool) hub.ToolChange {
+	u := l.applyTools(tools)
+	if u == nil {
+		return hub.ToolChange{}
+	}
+	l.writeLater("tools", u.save, u.publish)
+	return u.change
+}
+
+// toolsUpdate is a tool list applied in memory, to be stored and then
+// announced.
+type toolsUpdate struct {
+	l      *Link
+	hash   string
+	tools  []hub.Tool
+	change hub.ToolChange
+}
+
+// applyTools puts tools in memory, or returns nil when nothing is to be
+// stored (the link is superseded, or the list is the cached one).
+func (l *Link) applyTools(tools []hub.Tool) *toolsUpdate {
 	r := l.r
 	hash := r.hashes.hash(tools)
 	tools = r.prepare(tools)
 	r.mu.Lock()
 	if l.supersededLocked() {
 		r.mu.Unlock()
-		return hub.ToolChange{}, nil
+		return nil
 	}
 	var old []hub.Tool
 	if l.e.tools != nil {
@@ -178,16 +216,23 @@ func (l *Link) SetTools(ctx context.Context, tools []hub.Tool) (hub.ToolChange, 
 	}
 	l.e.stale = false
 	r.mu.Unlock()
-
 	if same {
-		return hub.ToolChange{}, nil
+		return nil
 	}
-	change := diffTools(old, tools)
-	if err := l.write(func() error { return r.store.SaveTools(ctx, l.id, hash, tools) }); err != nil {
-		return change, fmt.Errorf("save tools of %s: %w", l.id, err)
+	return &toolsUpdate{l: l, hash: hash, tools: tools, change: diffTools(old, tools)}
+}
+
+// save stores the list; call it through write or writeNow.
+func (u *toolsUpdate) save(ctx context.Context) error {
+	if err := u.l.r.store.SaveTools(ctx, u.l.id, u.hash, u.tools); err != nil {
+		return fmt.Errorf("save tools of %s: %w", u.l.id, err)
 	}
-	r.publishToolsChanged(l.id, change, len(tools), hash, r.publish)
-	return change, nil
+	return nil
+}
+
+// publish announces the stored list.
+func (u *toolsUpdate) publish() {
+	u.l.r.publishToolsChanged(u.l.id, u.change, len(u.tools), u.hash, u.l.r.publish)
 }
 
 // publishToolsChanged publishes tools_changed: what changed, how many
@@ -206,14 +251,27 @@ func (r *Registry) publishToolsChanged(id string, change hub.ToolChange, count i
 // cache gets what could be read. It reports whether tools was applied.
 // The caller records the failure itself (ToolsFailed).
 func (l *Link) SetPartialTools(ctx context.Context, tools []hub.Tool) (change hub.ToolChange, applied bool, err error) {
-	l.r.mu.RLock()
-	cached := l.e.tools != nil && len(l.e.tools.tools) > 0
-	l.r.mu.RUnlock()
-	if cached {
+	if l.hasTools() {
 		return hub.ToolChange{}, false, nil
 	}
 	change, err = l.SetTools(ctx, tools)
 	return change, true, err
+}
+
+// SetPartialToolsLater is SetPartialTools with the write in the
+// background, as SetToolsLater's.
+func (l *Link) SetPartialToolsLater(tools []hub.Tool) (change hub.ToolChange, applied bool) {
+	if l.hasTools() {
+		return hub.ToolChange{}, false
+	}
+	return l.SetToolsLater(tools), true
+}
+
+// hasTools reports whether the device has a tool list that is not empty.
+func (l *Link) hasTools() bool {
+	l.r.mu.RLock()
+	defer l.r.mu.RUnlock()
+	return l.e.tools != nil && len(l.e.tools.tools) > 0
 }
 
 // DiscoveryFailure is one failed attempt at a discovery step.

@@ -241,23 +241,20 @@ func (s *session) listOnce(ctx context.Context, start time.Time) {
 	if err != nil {
 		return
 	}
-	pctx, pcancel := persisting(ctx)
-	defer pcancel()
+	// Served from memory at once; stored in the background (in order with
+	// the device's other writes), so that discovery, and its goroutine,
+	// end without waiting for a commit.
 	var change hub.ToolChange
-	var serr error
 	if incomplete != nil {
 		// Recorded either way; whether the partial list replaces a cache
 		// is the registry's rule.
 		s.listFailed(registry.DiscoveryFailure{Step: "tools/list", Attempt: 1, Err: incomplete}, start)
 		var applied bool
-		if change, applied, serr = s.link.SetPartialTools(pctx, tools); !applied {
+		if change, applied = s.link.SetPartialToolsLater(tools); !applied {
 			return
 		}
 	} else {
-		change, serr = s.link.SetTools(pctx, tools)
-	}
-	if serr != nil {
-		s.log.Error("could not store tools", "err", serr)
+		change = s.link.SetToolsLater(tools)
 	}
 	if incomplete == nil {
 		d := time.Since(start)

@@ -1,0 +1,4 @@
+package registry
+
+// MaxWriters is maxWriters, for the tests of the background writes.
+const MaxWriters = maxWriters
