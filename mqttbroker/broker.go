@@ -179,7 +179,6 @@ func New(cfg Config) (*Broker, error) {
 	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumClients = int64(cfg.MaxConnections)
-	caps.MaximumClientWritesPending = 0 // nothing is queued for mochi's writer: Publish writes directly
 	caps.MaximumPacketSize = uint32(4*cfg.MaxMessage + 1024)
 	caps.MaximumSessionExpiryInterval = 0 // no session outlives its connection
 	caps.MaximumInflight = 64
@@ -194,6 +193,7 @@ func New(cfg Config) (*Broker, error) {
 		srv: mqtt.New(&mqtt.Options{
 			Capabilities:             caps,
 			SysTopicResendInterval:   3600,
+			DirectClientWrites:       true, // no writer goroutine nor queue per client: Publish writes directly, writeConn bounds each write
 			ClientNetReadBufferSize:  1024,
 			ClientNetWriteBufferSize: 1024,
 			Logger:                   slog.New(slog.DiscardHandler), // refusals are reported through hooks, not logged per packet

@@ -171,7 +171,7 @@ func newClient(c net.Conn, o *ops) *Client {
 			open:          ctx,
 			cancelOpen:    cancel,
 			Keepalive:     defaultKeepalive,
-			outbound:      make(chan *packets.Packet, o.options.Capabilities.MaximumClientWritesPending),
+			outbound:      newOutbound(o.options),
 		},
 		Properties: ClientProperties{
 			ProtocolVersion: defaultClientProtocolVersion, // default protocol version
@@ -188,6 +188,15 @@ func newClient(c net.Conn, o *ops) *Client {
 	}
 
 	return cl
+}
+
+// newOutbound is a client's queue of packets for its write goroutine; none
+// with DirectClientWrites (writes do not queue).
+func newOutbound(o *Options) chan *packets.Packet {
+	if o.DirectClientWrites {
+		return nil
+	}
+	return make(chan *packets.Packet, o.Capabilities.MaximumClientWritesPending)
 }
 
 // WriteLoop ranges over pending outbound messages and writes them to the client connection.
@@ -362,31 +371,41 @@ func (cl *Client) ClearExpiredInflights(now, maximumExpiry int64) []uint16 {
 
 // Read reads incoming packets from the connected client and transforms them into
 // packets to be handled by the packetHandler.
+//
+// Read's frame, live while the client is idle, holds no packet: the packet
+// is read, decoded and handled in handleNext, called once the fixed header
+// has arrived, so that a blocked reader uses little of its stack and the
+// garbage collector can shrink it.
 func (cl *Client) Read(packetHandler ReadFn) error {
-	var err error
-
 	for {
 		if cl.Closed() {
 			return nil
 		}
 
 		cl.refreshDeadline(cl.State.Keepalive)
-		fh := new(packets.FixedHeader)
-		err = cl.ReadFixedHeader(fh)
-		if err != nil {
+		var fh packets.FixedHeader
+		if err := cl.ReadFixedHeader(&fh); err != nil {
 			return err
 		}
 
-		pk, err := cl.ReadPacket(fh)
-		if err != nil {
-			return err
-		}
-
-		err = packetHandler(cl, pk) // Process inbound packet.
-		if err != nil {
+		if err := cl.handleNext(&fh, packetHandler); err != nil {
 			return err
 		}
 	}
+}
+
+// handleNext reads the rest of the packet whose fixed header is fh and
+// processes it. It is not inlined so that the packet lives on its frame,
+// not on Read's.
+//
+//go:noinline
+func (cl *Client) handleNext(fh *packets.FixedHeader, packetHandler ReadFn) error {
+	pk, err := cl.ReadPacket(fh)
+	if err != nil {
+		return err
+	}
+
+	return packetHandler(cl, pk) // Process inbound packet.
 }
 
 // Stop instructs the client to shut down all processing goroutines and disconnect.

@@ -129,6 +129,15 @@ type Options struct {
 	// Enable Inline client to allow direct subscribing and publishing from the parent codebase,
 	// with negligible performance difference (disabled by default to prevent confusion in statistics).
 	InlineClient bool `yaml:"inline_client" json:"inline_client"`
+
+	// DirectClientWrites writes each packet published to a client on the
+	// publishing goroutine, under the client's lock, instead of queuing it
+	// for a write goroutine of the client's: a connected client costs no
+	// goroutine for writing, and a publish waits for the client's socket
+	// (bound it with a write deadline on the connection). For brokers
+	// holding many mostly idle clients. MaximumClientWritesPending then
+	// does not apply.
+	DirectClientWrites bool `yaml:"direct_client_writes" json:"direct_client_writes"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -407,12 +416,35 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	defer s.Listeners.ClientsWg.Done()
 	s.Listeners.ClientsWg.Add(1)
 
-	go cl.WriteLoop()
+	if !s.Options.DirectClientWrites {
+		go cl.WriteLoop()
+	}
 	defer cl.Stop(nil)
 
+	connected, err := s.connectClient(cl, listener)
+	if connected {
+		defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
+	}
+	if err != nil {
+		return err
+	}
+
+	err = cl.Read(s.receivePacket)
+	return s.detachClient(cl, listener, err)
+}
+
+// connectClient reads and answers the client's CONNECT packet. connected
+// reports whether the client was counted in Info.ClientsConnected (the
+// caller takes it out when the client leaves); err ends the connection.
+// It is not inlined so that the CONNECT packet and the work around it stay
+// off attachClient's frame, which is live for as long as the client is
+// connected (see Client.Read).
+//
+//go:noinline
+func (s *Server) connectClient(cl *Client, listener string) (connected bool, err error) {
 	pk, err := s.readConnectionPacket(cl)
 	if err != nil {
-		return fmt.Errorf("read connection: %w", err)
+		return false, fmt.Errorf("read connection: %w", err)
 	}
 
 	cl.ParseConnect(listener, pk)
@@ -423,34 +455,33 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 			s.SendConnack(cl, packets.ErrServerBusy, false, nil)
 		}
 
-		return packets.ErrServerBusy
+		return false, packets.ErrServerBusy
 	}
 
 	code := s.validateConnect(cl, pk) // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
 	if code != packets.CodeSuccess {
 		if err := s.SendConnack(cl, code, false, nil); err != nil {
-			return fmt.Errorf("invalid connection send ack: %w", err)
+			return false, fmt.Errorf("invalid connection send ack: %w", err)
 		}
-		return code // [MQTT-3.2.2-7] [MQTT-3.1.4-6]
+		return false, code // [MQTT-3.2.2-7] [MQTT-3.1.4-6]
 	}
 
 	err = s.hooks.OnConnect(cl, pk)
 	if err != nil {
-		return err
+		return false, err
 	}
 
 	cl.refreshDeadline(cl.State.Keepalive)
 	if !s.hooks.OnConnectAuthenticate(cl, pk) { // [MQTT-3.1.4-2]
 		err := s.SendConnack(cl, packets.ErrBadUsernameOrPassword, false, nil)
 		if err != nil {
-			return fmt.Errorf("invalid connection send ack: %w", err)
+			return false, fmt.Errorf("invalid connection send ack: %w", err)
 		}
 
-		return packets.ErrBadUsernameOrPassword
+		return false, packets.ErrBadUsernameOrPassword
 	}
 
 	atomic.AddInt64(&s.Info.ClientsConnected, 1)
-	defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
 
 	s.hooks.OnSessionEstablish(cl, pk)
 
@@ -459,7 +490,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 
 	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
 	if err != nil {
-		return fmt.Errorf("ack connection packet: %w", err)
+		return true, fmt.Errorf("ack connection packet: %w", err)
 	}
 
 	s.loop.willDelayed.Delete(cl.ID) // [MQTT-3.1.3-9]
@@ -467,13 +498,19 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	if sessionPresent {
 		err = cl.ResendInflightMessages(true)
 		if err != nil {
-			return fmt.Errorf("resend inflight: %w", err)
+			return true, fmt.Errorf("resend inflight: %w", err)
 		}
 	}
 
 	s.hooks.OnSessionEstablished(cl, pk)
+	return true, nil
+}
 
-	err = cl.Read(s.receivePacket)
+// detachClient ends the session of a connected client whose reading ended
+// with err, which it returns.
+//
+//go:noinline
+func (s *Server) detachClient(cl *Client, listener string, err error) error {
 	if err != nil {
 		s.sendLWT(cl)
 		cl.Stop(err)
@@ -1095,6 +1132,19 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 
 	if cl.Net.Conn == nil || cl.Closed() {
 		return out, packets.CodeDisconnect
+	}
+
+	if s.Options.DirectClientWrites {
+		if err := cl.WritePacket(out); err != nil {
+			atomic.AddInt64(&s.Info.MessagesDropped, 1)
+			cl.ops.hooks.OnPublishDropped(cl, pk)
+			if out.FixedHeader.Qos > 0 {
+				cl.State.Inflight.Delete(out.PacketID)
+				cl.State.Inflight.IncreaseSendQuota()
+			}
+			return out, err
+		}
+		return out, nil
 	}
 
 	select {
