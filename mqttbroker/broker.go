@@ -194,6 +194,7 @@ func New(cfg Config) (*Broker, error) {
 			Capabilities:             caps,
 			SysTopicResendInterval:   3600,
 			DirectClientWrites:       true, // no writer goroutine nor queue per client: Publish writes directly, writeConn bounds each write
+			PooledClientReadBuffers:  true, // an idle device holds no read buffer
 			ClientNetReadBufferSize:  1024,
 			ClientNetWriteBufferSize: 1024,
 			Logger:                   slog.New(slog.DiscardHandler), // refusals are reported through hooks, not logged per packet

@@ -114,7 +114,8 @@ type Client struct {
 // ClientConnection contains the connection transport and metadata for the client.
 type ClientConnection struct {
 	Conn     net.Conn      // the net.Conn used to establish the connection
-	bconn    *bufio.Reader // a buffered net.Conn for reading packets
+	bconn    *bufio.Reader // a buffered net.Conn for reading packets; with PooledClientReadBuffers, nil while nothing is buffered
+	first    [1]byte       // the first byte of a packet, read without a buffer (PooledClientReadBuffers)
 	outbuf   *bytes.Buffer // a buffer for writing packets
 	Remote   string        // the remote address of the client
 	Listener string        // listener id of the client
@@ -182,8 +183,10 @@ func newClient(c net.Conn, o *ops) *Client {
 	if c != nil {
 		cl.Net = ClientConnection{
 			Conn:   c,
-			bconn:  bufio.NewReaderSize(c, o.options.ClientNetReadBufferSize),
 			Remote: c.RemoteAddr().String(),
+		}
+		if o.readBuffers == nil {
+			cl.Net.bconn = bufio.NewReaderSize(c, o.options.ClientNetReadBufferSize)
 		}
 	}
 
@@ -452,11 +455,7 @@ func (cl *Client) IsTakenOver() bool {
 
 // ReadFixedHeader reads in the values of the next packet's fixed header.
 func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
-	if cl.Net.bconn == nil {
-		return ErrConnectionClosed
-	}
-
-	b, err := cl.Net.bconn.ReadByte()
+	b, err := cl.readFirstByte()
 	if err != nil {
 		return err
 	}
@@ -480,6 +479,47 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 	return nil
 }
 
+// readFirstByte reads the first byte of the client's next packet. With
+// PooledClientReadBuffers a client holds no read buffer while nothing is
+// buffered: it waits for the byte alone, then takes a buffer from the pool
+// for the rest of the packet (see releaseReadBuffer).
+func (cl *Client) readFirstByte() (byte, error) {
+	if cl.Net.bconn != nil {
+		return cl.Net.bconn.ReadByte()
+	}
+
+	if cl.ops.readBuffers == nil || cl.Net.Conn == nil {
+		return 0, ErrConnectionClosed
+	}
+
+	for {
+		n, err := cl.Net.Conn.Read(cl.Net.first[:])
+		if n == 1 {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+
+	br := cl.ops.readBuffers.Get().(*bufio.Reader)
+	br.Reset(cl.Net.Conn)
+	cl.Net.bconn = br
+	return cl.Net.first[0], nil
+}
+
+// releaseReadBuffer returns the client's read buffer to the pool when it
+// holds no more bytes (PooledClientReadBuffers).
+func (cl *Client) releaseReadBuffer() {
+	if cl.ops.readBuffers == nil || cl.Net.bconn == nil || cl.Net.bconn.Buffered() > 0 {
+		return
+	}
+
+	cl.Net.bconn.Reset(nil)
+	cl.ops.readBuffers.Put(cl.Net.bconn)
+	cl.Net.bconn = nil
+}
+
 // ReadPacket reads the remaining buffer into an MQTT packet.
 func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err error) {
 	atomic.AddInt64(&cl.ops.info.PacketsReceived, 1)
@@ -488,6 +528,7 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 	pk.FixedHeader = *fh
 	p := make([]byte, pk.FixedHeader.Remaining)
 	n, err := io.ReadFull(cl.Net.bconn, p)
+	cl.releaseReadBuffer()
 	if err != nil {
 		return pk, err
 	}

@@ -59,7 +59,15 @@ func newTestClient() (cl *Client, r net.Conn, w net.Conn) {
 }
 
 func TestNewInflights(t *testing.T) {
-	require.NotNil(t, NewInflights().internal)
+	i := NewInflights()
+	require.Nil(t, i.internal) // made by the first Set
+	_, ok := i.Get(1)
+	require.False(t, ok)
+	require.Equal(t, 0, i.Len())
+	require.False(t, i.Delete(1))
+	require.Empty(t, i.Clone().GetAll(false))
+	require.True(t, i.Set(packets.Packet{PacketID: 1}))
+	require.Equal(t, 1, i.Clone().Len())
 }
 
 func TestNewClients(t *testing.T) {
@@ -135,7 +143,7 @@ func TestNewClient(t *testing.T) {
 	cl, _, _ := newTestClient()
 
 	require.NotNil(t, cl)
-	require.NotNil(t, cl.State.Inflight.internal)
+	require.Nil(t, cl.State.Inflight.internal) // made by the first Set
 	require.NotNil(t, cl.State.Subscriptions)
 	require.NotNil(t, cl.State.TopicAliases)
 	require.Equal(t, defaultKeepalive, cl.State.Keepalive)
@@ -313,7 +321,7 @@ func TestClientNextPacketIDInUse(t *testing.T) {
 func TestClientNextPacketIDExhausted(t *testing.T) {
 	cl, _, _ := newTestClient()
 	for i := uint32(1); i <= cl.ops.options.Capabilities.maximumPacketID; i++ {
-		cl.State.Inflight.internal[uint16(i)] = packets.Packet{PacketID: uint16(i)}
+		cl.State.Inflight.Set(packets.Packet{PacketID: uint16(i)})
 	}
 
 	i, err := cl.NextPacketID()
@@ -325,14 +333,14 @@ func TestClientNextPacketIDExhausted(t *testing.T) {
 func TestClientNextPacketIDOverflow(t *testing.T) {
 	cl, _, _ := newTestClient()
 	for i := uint32(0); i < cl.ops.options.Capabilities.maximumPacketID; i++ {
-		cl.State.Inflight.internal[uint16(i)] = packets.Packet{}
+		cl.State.Inflight.Set(packets.Packet{PacketID: uint16(i)})
 	}
 
 	cl.State.packetID = cl.ops.options.Capabilities.maximumPacketID - 1
 	i, err := cl.NextPacketID()
 	require.NoError(t, err)
 	require.Equal(t, cl.ops.options.Capabilities.maximumPacketID, i)
-	cl.State.Inflight.internal[uint16(cl.ops.options.Capabilities.maximumPacketID)] = packets.Packet{}
+	cl.State.Inflight.Set(packets.Packet{PacketID: uint16(cl.ops.options.Capabilities.maximumPacketID)})
 
 	cl.State.packetID = cl.ops.options.Capabilities.maximumPacketID
 	_, err = cl.NextPacketID()

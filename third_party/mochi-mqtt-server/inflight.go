@@ -22,11 +22,10 @@ type Inflight struct {
 	maximumSendQuota    int32                     // maximum allowed send quota
 }
 
-// NewInflights returns a new instance of an Inflight packets map.
+// NewInflights returns a new instance of an Inflight packets map. The map
+// is made by the first Set: most clients never have a packet inflight.
 func NewInflights() *Inflight {
-	return &Inflight{
-		internal: map[uint16]packets.Packet{},
-	}
+	return &Inflight{}
 }
 
 // Set adds or updates an inflight packet by packet id.
@@ -35,6 +34,9 @@ func (i *Inflight) Set(m packets.Packet) bool {
 	defer i.Unlock()
 
 	_, ok := i.internal[m.PacketID]
+	if i.internal == nil {
+		i.internal = map[uint16]packets.Packet{}
+	}
 	i.internal[m.PacketID] = m
 	return !ok
 }
@@ -64,6 +66,9 @@ func (i *Inflight) Clone() *Inflight {
 	c := NewInflights()
 	i.RLock()
 	defer i.RUnlock()
+	if len(i.internal) > 0 {
+		c.internal = make(map[uint16]packets.Packet, len(i.internal))
+	}
 	for k, v := range i.internal {
 		c.internal[k] = v
 	}

@@ -6,6 +6,7 @@
 package mqtt
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -138,6 +140,14 @@ type Options struct {
 	// holding many mostly idle clients. MaximumClientWritesPending then
 	// does not apply.
 	DirectClientWrites bool `yaml:"direct_client_writes" json:"direct_client_writes"`
+
+	// PooledClientReadBuffers gives a client its read buffer
+	// (ClientNetReadBufferSize) only while it reads a packet, from a pool
+	// the clients share, instead of one for the client's lifetime: an idle
+	// client holds none. A packet that arrives while nothing is buffered
+	// then takes one more read from the connection (its first byte alone).
+	// For brokers holding many mostly idle clients.
+	PooledClientReadBuffers bool `yaml:"pooled_client_read_buffers" json:"pooled_client_read_buffers"`
 }
 
 // Server is an MQTT broker server. It should be created with server.New()
@@ -153,6 +163,7 @@ type Server struct {
 	Log          *slog.Logger         // minimal no-alloc logger
 	hooks        *Hooks               // hooks contains hooks for extra functionality such as auth and persistent storage
 	inlineClient *Client              // inlineClient is a special client used for inline subscriptions and inline Publish
+	readBuffers  *sync.Pool           // the clients' read buffers with Options.PooledClientReadBuffers, else nil
 }
 
 // loop contains interval tickers for the system events loop.
@@ -167,10 +178,11 @@ type loop struct {
 
 // ops contains server values which can be propagated to other structs.
 type ops struct {
-	options *Options     // a pointer to the server options and capabilities, for referencing in clients
-	info    *system.Info // pointers to server system info
-	hooks   *Hooks       // pointer to the server hooks
-	log     *slog.Logger // a structured logger for the client
+	options     *Options     // a pointer to the server options and capabilities, for referencing in clients
+	info        *system.Info // pointers to server system info
+	hooks       *Hooks       // pointer to the server hooks
+	log         *slog.Logger // a structured logger for the client
+	readBuffers *sync.Pool   // the clients' read buffers (*bufio.Reader) with PooledClientReadBuffers, else nil
 }
 
 // New returns a new instance of mochi mqtt broker. Optional parameters
@@ -204,6 +216,11 @@ func New(opts *Options) *Server {
 		hooks: &Hooks{
 			Log: opts.Logger,
 		},
+	}
+
+	if s.Options.PooledClientReadBuffers {
+		size := s.Options.ClientNetReadBufferSize
+		s.readBuffers = &sync.Pool{New: func() any { return bufio.NewReaderSize(nil, size) }}
 	}
 
 	if s.Options.InlineClient {
@@ -250,10 +267,11 @@ func (o *Options) ensureDefaults() {
 // topic validation checks.
 func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) *Client {
 	cl := newClient(c, &ops{ // [MQTT-3.1.2-6] implicit
-		options: s.Options,
-		info:    s.Info,
-		hooks:   s.hooks,
-		log:     s.Log,
+		options:     s.Options,
+		info:        s.Info,
+		hooks:       s.hooks,
+		log:         s.Log,
+		readBuffers: s.readBuffers,
 	})
 
 	cl.ID = id

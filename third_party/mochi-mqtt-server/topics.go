@@ -34,8 +34,7 @@ func NewTopicAliases(topicAliasMaximum uint16) TopicAliases {
 // NewInboundTopicAliases returns a pointer to InboundTopicAliases.
 func NewInboundTopicAliases(topicAliasMaximum uint16) *InboundTopicAliases {
 	return &InboundTopicAliases{
-		maximum:  topicAliasMaximum,
-		internal: map[uint16]string{},
+		maximum: topicAliasMaximum, // the map is made by the first Set
 	}
 }
 
@@ -59,6 +58,9 @@ func (a *InboundTopicAliases) Set(id uint16, topic string) string {
 		return existing
 	}
 
+	if a.internal == nil {
+		a.internal = map[uint16]string{}
+	}
 	a.internal[id] = topic
 	return topic
 }
@@ -74,8 +76,7 @@ type OutboundTopicAliases struct {
 // NewOutboundTopicAliases returns a pointer to OutboundTopicAliases.
 func NewOutboundTopicAliases(topicAliasMaximum uint16) *OutboundTopicAliases {
 	return &OutboundTopicAliases{
-		maximum:  topicAliasMaximum,
-		internal: map[string]uint16{},
+		maximum: topicAliasMaximum, // the map is made by the first Set
 	}
 }
 
@@ -99,6 +100,9 @@ func (a *OutboundTopicAliases) Set(topic string) (uint16, bool) {
 		return 0, false
 	}
 
+	if a.internal == nil {
+		a.internal = map[string]uint16{}
+	}
 	a.internal[topic] = uint16(i) + 1
 	atomic.StoreUint32(&a.cursor, i+1)
 	return uint16(i) + 1, false
@@ -251,11 +255,10 @@ type Subscriptions struct {
 	sync.RWMutex
 }
 
-// NewSubscriptions returns a new instance of Subscriptions.
+// NewSubscriptions returns a new instance of Subscriptions. The map is
+// made by the first Add: most clients never subscribe.
 func NewSubscriptions() *Subscriptions {
-	return &Subscriptions{
-		internal: map[string]packets.Subscription{},
-	}
+	return &Subscriptions{}
 }
 
 // Add adds a new subscription for a client. ID can be a filter in the
@@ -263,6 +266,9 @@ func NewSubscriptions() *Subscriptions {
 func (s *Subscriptions) Add(id string, val packets.Subscription) {
 	s.Lock()
 	defer s.Unlock()
+	if s.internal == nil {
+		s.internal = map[string]packets.Subscription{}
+	}
 	s.internal[id] = val
 }
 

@@ -102,7 +102,9 @@ func TestSharedSubscriptionsDelete(t *testing.T) {
 
 func TestNewSubscriptions(t *testing.T) {
 	s := NewSubscriptions()
-	require.NotNil(t, s.internal)
+	require.Nil(t, s.internal) // made by the first Add
+	require.Equal(t, 0, s.Len())
+	require.Empty(t, s.GetAll())
 }
 
 func TestSubscriptionsAdd(t *testing.T) {
@@ -785,7 +787,7 @@ func TestIsSharedFilter(t *testing.T) {
 func TestNewInboundAliases(t *testing.T) {
 	a := NewInboundTopicAliases(5)
 	require.NotNil(t, a)
-	require.NotNil(t, a.internal)
+	require.Nil(t, a.internal) // made by the first Set
 	require.Equal(t, uint16(5), a.maximum)
 }
 
@@ -811,7 +813,7 @@ func TestInboundAliasesSetMaxZero(t *testing.T) {
 func TestNewOutboundAliases(t *testing.T) {
 	a := NewOutboundTopicAliases(5)
 	require.NotNil(t, a)
-	require.NotNil(t, a.internal)
+	require.Nil(t, a.internal) // made by the first Set
 	require.Equal(t, uint16(5), a.maximum)
 	require.Equal(t, uint32(0), a.cursor)
 }
