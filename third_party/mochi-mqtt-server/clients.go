@@ -502,10 +502,18 @@ func (cl *Client) readFirstByte() (byte, error) {
 		}
 	}
 
+	cl.takeReadBuffer()
+	return cl.Net.first[0], nil
+}
+
+// takeReadBuffer gives the client a read buffer from the pool. Not inlined:
+// readFirstByte's frame is live while the client is idle.
+//
+//go:noinline
+func (cl *Client) takeReadBuffer() {
 	br := cl.ops.readBuffers.Get().(*bufio.Reader)
 	br.Reset(cl.Net.Conn)
 	cl.Net.bconn = br
-	return cl.Net.first[0], nil
 }
 
 // releaseReadBuffer returns the client's read buffer to the pool when it

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -28,7 +29,7 @@ func (h *allowAll) OnACLCheck(*Client, string, bool) bool              { return 
 
 // startDirectServer serves a broker with DirectClientWrites and
 // PooledClientReadBuffers on a TCP port of 127.0.0.1.
-func startDirectServer(t *testing.T) string {
+func startDirectServer(t *testing.T) (*Server, string) {
 	t.Helper()
 	s := New(&Options{
 		DirectClientWrites:      true,
@@ -41,7 +42,7 @@ func startDirectServer(t *testing.T) string {
 	require.NoError(t, s.AddListener(l))
 	require.NoError(t, s.Serve())
 	t.Cleanup(func() { _ = s.Close() })
-	return l.Address()
+	return s, l.Address()
 }
 
 // wireClient is an MQTT 3.1.1 client on a real socket.
@@ -130,6 +131,18 @@ func (c *wireClient) expect(typ byte, what string) packets.Packet {
 	return pk
 }
 
+// runsWriteLoop reports whether a goroutine runs cl's WriteLoop.
+func runsWriteLoop(cl *Client) bool {
+	stacks := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(stacks, true)
+		if n < len(stacks) {
+			return strings.Contains(string(stacks[:n]), fmt.Sprintf(").WriteLoop(%p", cl))
+		}
+		stacks = make([]byte, 2*len(stacks))
+	}
+}
+
 func publishPacket(topic, payload string, qos byte, id uint16, retain bool) packets.Packet {
 	return packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qos, Retain: retain},
 		TopicName: topic, Payload: []byte(payload), PacketID: id}
@@ -142,7 +155,7 @@ func publishPacket(topic, payload string, qos byte, id uint16, retain bool) pack
 // broker reads packets that arrive split across writes, several in one
 // write, and larger than its read buffer.
 func TestDirectClientWritesAndPooledReadBuffers(t *testing.T) {
-	addr := startDirectServer(t)
+	s, addr := startDirectServer(t)
 	pub := dialWire(t, addr, "pub", nil)
 	pub.send(publishPacket("t/retained", "kept", 0, 0, true))
 	pub.send(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingreq}})
@@ -177,10 +190,12 @@ func TestDirectClientWritesAndPooledReadBuffers(t *testing.T) {
 	pub.expect(packets.Pingresp, "the second PINGRESP")
 	require.Equal(t, large, string(sub.expect(packets.Publish, "the large message").Payload))
 
-	// No client has a writer goroutine.
-	stacks := make([]byte, 1<<20)
-	stacks = stacks[:runtime.Stack(stacks, true)]
-	require.NotContains(t, string(stacks), "WriteLoop")
+	// Neither client has a writer goroutine.
+	for _, id := range []string{"pub", "sub"} {
+		cl, ok := s.Clients.Get(id)
+		require.True(t, ok)
+		require.False(t, runsWriteLoop(cl), id)
+	}
 
 	// A client that goes away without DISCONNECT leaves its will.
 	gone := dialWire(t, addr, "gone", &packets.ConnectParams{WillTopic: "t/will", WillPayload: []byte("bye")})
