@@ -159,7 +159,7 @@ type device struct {
 	id string
 	cl *mqtt.Client
 
-	strikes   *rate.Limiter // its allowance of refused packets (Broker.strike)
+	strikes   *rate.Limiter // its allowance of refused packets (Broker.strike), made at the first; only its reader uses it
 	struckOut atomic.Bool   // closed for them
 	messages  *rate.Limiter // its message rate (MessageRate), nil: no limit
 }
@@ -437,12 +437,16 @@ func (b *Broker) newStrikes() *rate.Limiter {
 }
 
 // strike counts a refused packet of the device's connection (a publish to
-// a foreign topic, a subscription, a bad payload); over its allowance the
+// a foreign topic, a subscription, a bad payload), on the connection's
+// reader, the only goroutine that strikes it; over its allowance the
 // connection is closed with code (MQTT 5 DISCONNECT) and the refusal is
 // reported. The firmware sends none of these, so a client that keeps
 // sending them is not a device to keep serving; the rest of the time a
 // refused packet is dropped and the connection stays.
 func (b *Broker) strike(cl *mqtt.Client, d *device, code packets.Code, what string) {
+	if d.strikes == nil { // the firmware sends no refused packet: most devices never need one
+		d.strikes = b.newStrikes()
+	}
 	if d.strikes.Allow() || !d.struckOut.CompareAndSwap(false, true) {
 		return
 	}

@@ -64,7 +64,7 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		return h.b.refuseConnect(cl, packets.ErrNotAuthorized)
 	}
 	h.b.mu.Lock()
-	d := &device{id: id, cl: cl, strikes: h.b.newStrikes()}
+	d := &device{id: id, cl: cl}
 	if r := h.b.cfg.MessageRate; r > 0 {
 		d.messages = rate.NewLimiter(rate.Limit(r), h.b.cfg.MessageBurst)
 	}
