@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,4 +202,44 @@ func TestDirectClientWritesAndPooledReadBuffers(t *testing.T) {
 	gone := dialWire(t, addr, "gone", &packets.ConnectParams{WillTopic: "t/will", WillPayload: []byte("bye")})
 	require.NoError(t, gone.conn.Close())
 	require.Equal(t, "bye", string(sub.expect(packets.Publish, "the will").Payload))
+}
+
+// recordPublishes records each publish when its hook runs and when the
+// function it gives to Client.AfterPacket runs.
+type recordPublishes struct {
+	HookBase
+	mu  sync.Mutex
+	log []string
+}
+
+func (h *recordPublishes) ID() string           { return "record" }
+func (h *recordPublishes) Provides(b byte) bool { return b == OnPublish }
+func (h *recordPublishes) add(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.log = append(h.log, s)
+}
+func (h *recordPublishes) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
+	payload := string(pk.Payload)
+	h.add("hook " + payload)
+	cl.AfterPacket(func() { h.add("after " + payload) })
+	cl.AfterPacket(func() { h.add("after again " + payload) })
+	return pk, nil
+}
+
+// Functions given to Client.AfterPacket run on the client's reader once
+// the packet is processed, in order, before the next packet.
+func TestClientAfterPacket(t *testing.T) {
+	s, addr := startDirectServer(t)
+	rec := new(recordPublishes)
+	require.NoError(t, s.AddHook(rec, nil))
+	c := dialWire(t, addr, "c", nil)
+	ping := c.encode(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingreq}})
+	batch := append(append(c.encode(publishPacket("t/a", "a", 0, 0, false)), c.encode(publishPacket("t/b", "b", 0, 0, false))...), ping...)
+	_, err := c.conn.Write(batch)
+	require.NoError(t, err)
+	c.expect(packets.Pingresp, "PINGRESP after the publishes")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, []string{"hook a", "after a", "after again a", "hook b", "after b", "after again b"}, rec.log)
 }
