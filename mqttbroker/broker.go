@@ -1,7 +1,8 @@
 // Package mqttbroker is the hub's embedded MQTT broker for devices on the
 // MQTT+UDP transport (github.com/mochi-mqtt/server/v2, built from the
 // patched copy in third_party/mochi-mqtt-server: no writer goroutine, read
-// buffer or maps per idle client, small reader frames; its PATCHES.md), and
+// buffer or maps per idle client, small reader frames, messages handed on
+// after mochi's packet processing; its PATCHES.md), and
 // the MQTT credentials and OTA `mqtt` object handed to those devices.
 //
 // Firmware 2.4.2 stays connected over MQTT while idle, publishes every
