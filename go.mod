@@ -63,3 +63,5 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+replace github.com/mochi-mqtt/server/v2 => ./third_party/mochi-mqtt-server

@@ -6,8 +6,11 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // BenchmarkIdleConnections measures what the broker holds per idle,
@@ -44,6 +47,37 @@ func BenchmarkIdleConnections(b *testing.B) {
 			c.Close()
 		}
 	}
+}
+
+// BenchmarkRoundTrip is one device message in and one hub message out
+// through the broker, one after the other (an MCP reply and the next
+// request), over loopback: the cost of the broker's read and write paths
+// per message pair, with the process's CPU time (broker and client) per
+// round trip as cpu-µs/op.
+func BenchmarkRoundTrip(b *testing.B) {
+	handled := make(chan struct{}, 1)
+	br, h := startBroker(b, func(c *Config) {
+		c.OnMessage = func(string, []byte) { handled <- struct{}{} }
+	})
+	const id = "aa:00:00:00:00:01"
+	rc := dialRaw(b, br.Addr(), 4)
+	rc.login(rawLogin(br, id))
+	<-h.events
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: UplinkTopic(id),
+		Payload: []byte(`{"type":"mcp","payload":{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}}`)}
+	var r0, r1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+	for b.Loop() {
+		rc.send(pk)
+		<-handled
+		if err := br.Publish(id, []byte(mcpInit)); err != nil {
+			b.Fatal(err)
+		}
+		rc.mustRead("the hub's message")
+	}
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+	cpu := r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano()
+	b.ReportMetric(float64(cpu)/float64(b.N)/1e3, "cpu-µs/op")
 }
 
 func memInUse() uint64 {

@@ -1,6 +1,9 @@
 // Package mqttbroker is the hub's embedded MQTT broker for devices on the
-// MQTT+UDP transport (github.com/mochi-mqtt/server/v2), and the MQTT
-// credentials and OTA `mqtt` object handed to those devices.
+// MQTT+UDP transport (github.com/mochi-mqtt/server/v2, built from the
+// patched copy in third_party/mochi-mqtt-server: no writer goroutine, read
+// buffer or maps per idle client, small reader frames, messages handed on
+// after mochi's packet processing; its PATCHES.md), and
+// the MQTT credentials and OTA `mqtt` object handed to those devices.
 //
 // Firmware 2.4.2 stays connected over MQTT while idle, publishes every
 // message QoS 0 to its publish topic and never subscribes; the broker
@@ -159,7 +162,7 @@ type device struct {
 	id string
 	cl *mqtt.Client
 
-	strikes   *rate.Limiter // its allowance of refused packets (Broker.strike)
+	strikes   *rate.Limiter // its allowance of refused packets (Broker.strike), made at the first; only its reader uses it
 	struckOut atomic.Bool   // closed for them
 	messages  *rate.Limiter // its message rate (MessageRate), nil: no limit
 }
@@ -179,7 +182,6 @@ func New(cfg Config) (*Broker, error) {
 	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumClients = int64(cfg.MaxConnections)
-	caps.MaximumClientWritesPending = 0 // nothing is queued for mochi's writer: Publish writes directly
 	caps.MaximumPacketSize = uint32(4*cfg.MaxMessage + 1024)
 	caps.MaximumSessionExpiryInterval = 0 // no session outlives its connection
 	caps.MaximumInflight = 64
@@ -194,6 +196,8 @@ func New(cfg Config) (*Broker, error) {
 		srv: mqtt.New(&mqtt.Options{
 			Capabilities:             caps,
 			SysTopicResendInterval:   3600,
+			DirectClientWrites:       true, // no writer goroutine nor queue per client: Publish writes directly, writeConn bounds each write
+			PooledClientReadBuffers:  true, // an idle device holds no read buffer
 			ClientNetReadBufferSize:  1024,
 			ClientNetWriteBufferSize: 1024,
 			Logger:                   slog.New(slog.DiscardHandler), // refusals are reported through hooks, not logged per packet
@@ -436,12 +440,16 @@ func (b *Broker) newStrikes() *rate.Limiter {
 }
 
 // strike counts a refused packet of the device's connection (a publish to
-// a foreign topic, a subscription, a bad payload); over its allowance the
+// a foreign topic, a subscription, a bad payload), on the connection's
+// reader, the only goroutine that strikes it; over its allowance the
 // connection is closed with code (MQTT 5 DISCONNECT) and the refusal is
 // reported. The firmware sends none of these, so a client that keeps
 // sending them is not a device to keep serving; the rest of the time a
 // refused packet is dropped and the connection stays.
 func (b *Broker) strike(cl *mqtt.Client, d *device, code packets.Code, what string) {
+	if d.strikes == nil { // the firmware sends no refused packet: most devices never need one
+		d.strikes = b.newStrikes()
+	}
 	if d.strikes.Allow() || !d.struckOut.CompareAndSwap(false, true) {
 		return
 	}

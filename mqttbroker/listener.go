@@ -84,17 +84,26 @@ func (l *listener) Serve(establish listeners.EstablishFn) {
 		}
 		_ = conn.SetDeadline(time.Now().Add(l.connectTimeout)) // mochi replaces it after CONNECT
 		go func() {
-			defer l.wg.Done()
 			_ = establish(l.ID(), conn) // refusals are reported by the hooks
-			_ = conn.Close()
-			l.mu.Lock()
-			l.releaseLocked(conn)
-			delete(l.conns, conn)
-			l.mu.Unlock()
-			l.onConnGone(conn)
-			<-l.slots
+			l.gone(conn)
 		}()
 	}
+}
+
+// gone closes and forgets a connection whose goroutine (established in
+// Serve) ends. Not inlined, to keep that goroutine's frame small while its
+// device is idle: it is live underneath mochi's reader.
+//
+//go:noinline
+func (l *listener) gone(conn net.Conn) {
+	defer l.wg.Done()
+	_ = conn.Close()
+	l.mu.Lock()
+	l.releaseLocked(conn)
+	delete(l.conns, conn)
+	l.mu.Unlock()
+	l.onConnGone(conn)
+	<-l.slots
 }
 
 // track registers the accept goroutine unless closed.

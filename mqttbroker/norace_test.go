@@ -1,0 +1,5 @@
+//go:build !race
+
+package mqttbroker
+
+const raceEnabled = false
