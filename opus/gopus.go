@@ -92,21 +92,15 @@ func (e *Encoder) Encode(pcm []int16) ([]byte, error) {
 // reset returns the decoder to the state of a new one.
 func (d *Decoder) reset() { d.d.Reset() }
 
-// reset returns the encoder to the state of a new one, settings kept.
-// gopus v0.1.1's Encoder.Reset leaves the input filter's memory
-// (docs/upstream/gopus-reset.md): clearFilter clears it as libopus's
-// OPUS_RESET_STATE does.
-func (e *Encoder) reset() {
+// reset returns the encoder to the state of a new one, settings kept,
+// and reports whether it could. gopus v0.1.1's Encoder.Reset leaves the
+// input filter's memory (docs/upstream/gopus-reset.md): clearFilter
+// clears it as libopus's OPUS_RESET_STATE does, where this gopus has the
+// fields.
+func (e *Encoder) reset() bool {
 	e.e.Reset()
-	clearFilter(e.e)
+	return clearFilter(e.e)
 }
-
-// encodersReusable is whether clearFilter can reach the fields gopus's
-// Reset leaves.
-var encodersReusable = func() bool {
-	e, err := gopus.NewEncoder(gopus.EncoderConfig{SampleRate: 16000, Channels: 1, Application: gopus.ApplicationAudio})
-	return err == nil && clearFilter(e)
-}()
 
 // clearFilter clears the input high-pass filter's memory of gopus's
 // internal encoder, which its Reset leaves (hpMem, and the SILK cutoff's

@@ -29,9 +29,6 @@ import (
 // Implementation is the Opus implementation built in.
 const Implementation = "libopus"
 
-// encodersReusable: OPUS_RESET_STATE resets all of a libopus encoder.
-const encodersReusable = true
-
 func libopusError(code C.int) error {
 	return errors.New(C.GoString(C.opus_strerror(code)))
 }
@@ -122,8 +119,11 @@ func (e *Encoder) Encode(pcm []int16) ([]byte, error) {
 	return append([]byte(nil), e.buf[:n]...), nil
 }
 
-// reset returns the encoder to the state of a new one, settings kept.
-func (e *Encoder) reset() {
-	C.xz_encoder_reset(e.e)
+// reset returns the encoder to the state of a new one, settings kept
+// (OPUS_RESET_STATE resets all of a libopus encoder), and reports whether
+// it could.
+func (e *Encoder) reset() bool {
+	ok := C.xz_encoder_reset(e.e) == C.OPUS_OK
 	runtime.KeepAlive(e)
+	return ok
 }

@@ -19,8 +19,8 @@ import (
 // that a hub whose talkers went quiet gives their memory back.
 //
 // A reset coder must code exactly as a new one: what one device's answer
-// leaves in it must not reach another device's (each implementation's
-// reset; encodersReusable is false where it cannot).
+// leaves in it must not reach another device's: an encoder whose reset
+// cannot promise that is not kept.
 
 const (
 	maxIdle  = 128              // coders kept per kind: 56 MB of encoders at most
@@ -128,10 +128,9 @@ func (s Settings) takeEncoder(rate, frameMs int) (*Encoder, error) {
 // answer; the caller uses it no more. It does nothing for an encoder made
 // by NewEncoder.
 func (e *Encoder) Release() {
-	if e.shelf == nil || !encodersReusable {
+	if e.shelf == nil || !e.reset() {
 		return
 	}
-	e.reset()
 	e.shelf.put(e)
 }
 
