@@ -96,18 +96,16 @@ func (u *upload) Finish(ctx context.Context) (string, error) {
 	o := u.o
 	// The form is written around the audio: the file's part header and
 	// the WAV header into the room before it, the other fields after it.
-	head := &appender{}
-	form := &switchWriter{head}
+	form := &appender{}
 	mw := multipart.NewWriter(form)
 	_, _ = mw.CreateFormFile("file", "speech.wav")
-	head.b = wav.AppendHeader(head.b, len(audio)/2, rate)
-	if len(head.b) > formRoom {
-		return "", hub.Errorf(hub.EINTERNAL, "speech recognition: a form header of %d bytes", len(head.b))
+	head := wav.AppendHeader(form.b, len(audio)/2, rate)
+	if len(head) > formRoom {
+		return "", hub.Errorf(hub.EINTERNAL, "speech recognition: a form header of %d bytes", len(head))
 	}
-	start := formRoom - len(head.b)
-	copy(u.buf[start:], head.b)
-	after := &appender{b: u.buf}
-	form.to = after
+	start := formRoom - len(head)
+	copy(u.buf[start:], head)
+	form.b = u.buf // the fields follow the audio
 	model := o.Model
 	if model == "" {
 		model = OpenAIModel
@@ -125,7 +123,7 @@ func (u *upload) Finish(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	endpoint := strings.TrimSuffix(baseURL(o.BaseURL), "/") + "/audio/transcriptions"
-	req, err := http.NewRequestWithContext(ctx, "POST", endpoint, bytes.NewReader(after.b[start:]))
+	req, err := http.NewRequestWithContext(ctx, "POST", endpoint, bytes.NewReader(form.b[start:]))
 	if err != nil {
 		return "", hub.Errorf(hub.EINVALID, "asr-base-url %q: %v", o.BaseURL, err)
 	}
@@ -153,11 +151,6 @@ func (u *upload) Finish(ctx context.Context) (string, error) {
 	}
 	return strings.TrimSpace(*out.Text), nil
 }
-
-// switchWriter writes to one writer, then another.
-type switchWriter struct{ to io.Writer }
-
-func (w *switchWriter) Write(p []byte) (int, error) { return w.to.Write(p) }
 
 // appender appends what is written to b.
 type appender struct{ b []byte }

@@ -45,7 +45,15 @@ func memoryKey(device string) string       { return "me." + key(device) }
 func isSettingsKind(kind string) bool {
 	return kind == "ls" || kind == "lh" || kind == "pd" || kind == "ph" || kind == "me"
 }
-func scopeOf(kind string) string { return map[string]string{"pd": "device", "ph": "home"}[kind] }
+func scopeOf(kind string) string {
+	switch kind {
+	case "pd":
+		return "device"
+	case "ph":
+		return "home"
+	}
+	return ""
+}
 
 // SettingsStore wraps the node's own store: every change goes to the
 // shared state first.
