@@ -141,16 +141,9 @@ func (s *Service) SetTransport(ctx context.Context, deviceID, transport string) 
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
-	s.mu.RLock()
-	t, known := s.trust[deviceID]
-	s.mu.RUnlock()
-	if !known && s.opts.Registry != nil {
-		if _, err := s.opts.Registry.Device(deviceID); err == nil {
-			known = true
-		}
-	}
-	if !known {
-		return Trust{}, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub", deviceID)
+	t, err := s.knownTrust(deviceID)
+	if err != nil {
+		return Trust{}, err
 	}
 	t.DeviceID, t.Transport = deviceID, transport
 	if err := s.opts.Store.SaveTrust(ctx, t); err != nil {

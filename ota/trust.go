@@ -111,16 +111,9 @@ func remoteHost(r *http.Request) string {
 func (s *Service) Revoke(ctx context.Context, deviceID string) (Trust, error) {
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()
-	s.mu.RLock()
-	t, known := s.trust[deviceID]
-	s.mu.RUnlock()
-	if !known && s.opts.Registry != nil {
-		if _, err := s.opts.Registry.Device(deviceID); err == nil {
-			known = true
-		}
-	}
-	if !known {
-		return Trust{}, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub", deviceID)
+	t, err := s.knownTrust(deviceID)
+	if err != nil {
+		return Trust{}, err
 	}
 	t.DeviceID = deviceID
 	t.Generation = newGeneration()
@@ -142,6 +135,24 @@ func (s *Service) Revoke(ctx context.Context, deviceID string) (Trust, error) {
 	}
 	s.log.Info("device tokens revoked", "device", deviceID)
 	return cur, nil
+}
+
+// knownTrust is the device's trust record (its zero value for a device
+// the registry knows that has none yet), or ENOTFOUND for a device the
+// hub does not know. s.adminMu is held.
+func (s *Service) knownTrust(deviceID string) (Trust, error) {
+	s.mu.RLock()
+	t, known := s.trust[deviceID]
+	s.mu.RUnlock()
+	if !known && s.opts.Registry != nil {
+		if _, err := s.opts.Registry.Device(deviceID); err == nil {
+			known = true
+		}
+	}
+	if !known {
+		return Trust{}, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub", deviceID)
+	}
+	return t, nil
 }
 
 // TrustOf returns the device's record with its system info.
