@@ -17,6 +17,15 @@ func (s *Service) Language(deviceID string) string {
 			}
 		}
 	}
+	s.mu.RLock()
+	_, known := s.trust[deviceID]
+	s.mu.RUnlock()
+	if !known {
+		// No trust record, so no system info: a device that never made an
+		// OTA check (as every device of a connect storm may be) costs no
+		// read of the store.
+		return ""
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	t, err := s.TrustOf(ctx, deviceID)

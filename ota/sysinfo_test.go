@@ -1,8 +1,11 @@
 package ota
 
 import (
+	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -57,5 +60,39 @@ func TestHugeSystemInfoIsSummarised(t *testing.T) {
 	if info.MAC != "aa:bb:cc:dd:ee:ff" || info.Board.Type != "bread-compact-wifi" || info.Application.Version != "2.4.2" ||
 		len(info.Partitions) != 1 || !info.Truncated {
 		t.Fatalf("summary lost what a person needs: %s", got)
+	}
+}
+
+// countingStore counts the trust records read one by one.
+type countingStore struct {
+	*memStore
+	reads atomic.Int32
+}
+
+func (s *countingStore) Trust(ctx context.Context, id string) (Trust, error) {
+	s.reads.Add(1)
+	return s.memStore.Trust(ctx, id)
+}
+
+// The language a device reported at its OTA check outlives a restart (it
+// is read from the trust record), and a device that never made an OTA
+// check has none, found without reading the store.
+func TestLanguageOfADevice(t *testing.T) {
+	st := &countingStore{memStore: &memStore{m: map[string]Trust{
+		"aa:bb:cc:dd:ee:01": {DeviceID: "aa:bb:cc:dd:ee:01", SystemInfo: json.RawMessage(`{"language":"en-US"}`)},
+	}}}
+	s, err := New(context.Background(), Options{Store: st, SecretPath: filepath.Join(t.TempDir(), "device-secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Language("aa:bb:cc:dd:ee:01"); got != "en-US" {
+		t.Fatalf("language of a device that reported en-US before the restart: %q", got)
+	}
+	before := st.reads.Load()
+	if got := s.Language("aa:bb:cc:dd:ee:02"); got != "" {
+		t.Fatalf("language of a device that never made an OTA check: %q", got)
+	}
+	if n := st.reads.Load() - before; n != 0 {
+		t.Fatalf("finding that an unknown device has no language read the store %d times", n)
 	}
 }
