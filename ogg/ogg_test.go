@@ -140,7 +140,7 @@ func TestWriterSegmentBoundary(t *testing.T) {
 	big := make([]byte, 0, 68444)
 	big = append(big, 31<<3|3, 0x41) // CELT 20 ms, code 3, padding, one frame
 	big = append(big, bytes.Repeat([]byte{255}, 268)...)
-	big = append(big, 0)                         // 268×254 = 68072 bytes of padding
+	big = append(big, 0)                          // 268×254 = 68072 bytes of padding
 	big = append(big, make([]byte, 100+68072)...) // the frame, then the padding
 	if err := w.WritePacket(big); err != nil {
 		t.Fatal(err)
