@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/xiaozhi-hub/hub/internal/provider"
 	"github.com/xiaozhi-hub/hub/voice/driver"
 )

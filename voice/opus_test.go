@@ -70,7 +70,7 @@ func TestManualModePassesOpus(t *testing.T) {
 		c.Audio(buf, 0)
 		if i == 4 {
 			c.Audio([]byte{1<<3 | 1, 1, 2, 3}, 0) // code 1 with an odd length: invalid (RFC 6716 R3)
-			c.Audio(nil, 0)                      // empty (R1)
+			c.Audio(nil, 0)                       // empty (R1)
 		}
 		if n := codec.holding(decoder); n != 0 {
 			t.Fatalf("frame %d: a decoder is held", i)
