@@ -43,7 +43,7 @@ type providers struct {
 	sent     []int    // messages in each request to the model, system prompt included
 	spoken   []string
 	voices   []string
-	seconds  int // of speech per synthesis (default 1)
+	seconds  int      // of speech per synthesis (default 1)
 	upload   string   // the last transcription's file: "wav" or "ogg"
 	packets  [][]byte // the Opus packets of the last Ogg upload
 }
