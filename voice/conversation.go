@@ -65,7 +65,7 @@ type Conversation struct {
 	hubLanguage string
 
 	Dropped  atomic.Uint64 // uplink frames dropped (behind, or not listening)
-	BadAudio atomic.Uint64 // frames that did not decode
+	BadAudio atomic.Uint64 // frames that did not decode, or (not decoded) broke Opus framing
 }
 
 func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
