@@ -81,9 +81,9 @@ type upload struct {
 const usualUtterance = 2 * time.Second
 
 // usualOpus is the room made at first for an Ogg upload: its headers and
-// 2 s of 60 ms packets of the firmware's 16 kHz speech (about 100 bytes
-// each), and the room a page takes while it is open.
-const usualOpus = 4096
+// pages, and usualUtterance of speech at 32 kbps (60 ms packets of about
+// 240 bytes, as the bench's devices send).
+const usualOpus = 8192
 
 // formRoom is the room before the audio: the form's boundary and the
 // file's part header (about 150 bytes) and the WAV header.

@@ -200,9 +200,10 @@ func (c *Conversation) pushPacket(packet []byte) {
 	u.packets <- u.arena[n:len(u.arena):len(u.arena)] // room was checked; c.mu is held
 }
 
-// arenaChunk is the room made at a time for an utterance's packets: about
-// 1.2 s of the firmware's 60 ms packets of speech.
-const arenaChunk = 2048
+// arenaChunk is the room made at a time for an utterance's packets: a
+// second of speech at 32 kbps. The packets are copied out again as the
+// recognition takes them, so a chunk lives only while its packets wait.
+const arenaChunk = 4096
 
 // startUtterance starts hearing an utterance, and its goroutine: as
 // packets, or as PCM. c.mu is held.
