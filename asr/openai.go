@@ -91,7 +91,7 @@ const formRoom = 512
 
 func (u *upload) samples() []byte { return u.buf[min(len(u.buf), formRoom):] }
 
-// Write adds PCM (16 kHz mono); it is dropped once Opus was written.
+// Write adds PCM (16 kHz mono); refused once Opus was written.
 func (u *upload) Write(pcm []int16) error {
 	if u.ogg != nil {
 		return errMixed
