@@ -200,10 +200,10 @@ func (c *Conversation) pushPacket(packet []byte) {
 	u.packets <- u.arena[n:len(u.arena):len(u.arena)] // room was checked; c.mu is held
 }
 
-// arenaChunk is the room made at a time for an utterance's packets: a
-// second of speech at 32 kbps. The packets are copied out again as the
-// recognition takes them, so a chunk lives only while its packets wait.
-const arenaChunk = 4096
+// arenaChunk is the room made at a time for an utterance's packets
+// (about half a second of speech at 32 kbps). The recognition copies each
+// packet out as it takes it, so a chunk lives only while its packets wait.
+const arenaChunk = 2048
 
 // startUtterance starts hearing an utterance, and its goroutine: as
 // packets, or as PCM. c.mu is held.
@@ -268,8 +268,10 @@ func (u *utterance) abandon() {
 	u.close()
 }
 
-// close ends the utterance's frames or packets.
+// close ends the utterance's frames or packets, and lets go of the
+// arena (the packets still queued hold what they need of it).
 func (u *utterance) close() {
+	u.arena = nil
 	if u.packets != nil {
 		close(u.packets)
 	} else {
