@@ -27,7 +27,7 @@ import (
 // whisper.cpp's server) all accept. The utterance is uploaded as a file
 // once it is complete: a WAV file of its PCM, or, with Audio "ogg-opus",
 // an Ogg Opus file of the device's own packets (driver.OpusWriter), which
-// spares the hub decoding them and holds about a twentieth of the bytes.
+// spares the hub decoding them and holds a tenth of the bytes or less.
 type OpenAI struct {
 	BaseURL  string // e.g. https://api.openai.com/v1 (default)
 	APIKey   string // sent as a bearer token when set
