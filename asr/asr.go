@@ -7,7 +7,10 @@
 package asr
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/xiaozhi-hub/hub/internal/provider"
 	"github.com/xiaozhi-hub/hub/voice/driver"
@@ -21,6 +24,9 @@ type Settings struct {
 	APIKey   string
 	Model    string // "": the provider's default
 	Language string // the language hint ("zh", "en"); "" lets the model decide
+	// Audio is the upload's format of provider openai (asr-audio):
+	// AudioWAV ("" too) or AudioOggOpus; the other providers take PCM.
+	Audio string
 	// Client, if set, makes the provider's HTTP requests and WebSocket
 	// handshakes (nil: the default client).
 	Client *http.Client
@@ -37,7 +43,7 @@ var recognizers = provider.Table[Settings, driver.Recognizer]{
 			NeedsKey: true, AtDefault: true, Title: "OpenAI", KeyEnv: "OPENAI_API_KEY",
 			Local: "speaches, LocalAI, whisper.cpp",
 			New: func(s Settings) driver.Recognizer {
-				return &OpenAI{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Language: s.Language, Client: s.Client}
+				return &OpenAI{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Language: s.Language, Audio: s.Audio, Client: s.Client}
 			},
 		},
 		{
@@ -57,14 +63,48 @@ var recognizers = provider.Table[Settings, driver.Recognizer]{
 // Providers are the names Settings.Provider may take.
 func Providers() []string { return recognizers.Names() }
 
+// The upload formats of provider openai (Settings.Audio, asr-audio).
+const (
+	// AudioWAV is 16-bit PCM in a WAV file, which every
+	// OpenAI-compatible server takes (the default).
+	AudioWAV = "wav"
+	// AudioOggOpus is the device's own Opus packets in an Ogg file
+	// (RFC 7845), which OpenAI, Groq, speaches and LocalAI take, and
+	// whisper.cpp's server only when built with ffmpeg: the hub does not
+	// decode the device's audio in manual listen mode.
+	AudioOggOpus = "ogg-opus"
+)
+
+// Audios are the values Settings.Audio may take ("" is AudioWAV).
+func Audios() []string { return []string{AudioWAV, AudioOggOpus} }
+
 // Check reports what is wrong with the settings, in the words of the
 // settings; nothing for Provider "". An unknown provider is refused with
-// the known ones.
-func Check(s Settings) []error { return recognizers.Check(s) }
+// the known ones, an unknown asr-audio with the known values (whatever
+// the provider: only openai uses it, but it is a setting of the hub's).
+func Check(s Settings) []error {
+	errs := recognizers.Check(s)
+	if err := checkAudio(s.Audio); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+func checkAudio(a string) error {
+	if a != "" && !slices.Contains(Audios(), a) {
+		return fmt.Errorf("asr-audio: %q is not one of %s", a, strings.Join(Audios(), ", "))
+	}
+	return nil
+}
 
 // New returns the recognizer the settings name, once Check finds nothing
 // wrong with them; nil (no recognition) for Provider "".
-func New(s Settings) (driver.Recognizer, error) { return recognizers.New(s) }
+func New(s Settings) (driver.Recognizer, error) {
+	if err := checkAudio(s.Audio); err != nil {
+		return nil, err
+	}
+	return recognizers.New(s)
+}
 
 // KeyEnv is the environment variable an empty APIKey is read from ("" for
 // none): OPENAI_API_KEY for OpenAI itself, DASHSCOPE_API_KEY for DashScope.

@@ -37,6 +37,8 @@ func TestProvidersByName(t *testing.T) {
 		{Settings{Provider: "openai", BaseURL: "http://localhost:8000/v1"}, ""},
 		{Settings{Provider: "funasr", BaseURL: "ws://localhost:10095"}, ""},
 		{Settings{Provider: "dashscope", APIKey: "sk"}, ""},
+		{Settings{Provider: "openai", BaseURL: "http://localhost:8000/v1", Audio: "opus"}, `asr-audio: "opus" is not one of wav, ogg-opus`},
+		{Settings{Provider: "openai", BaseURL: "http://localhost:8000/v1", Audio: "ogg-opus"}, ""},
 		{Settings{}, ""},
 	} {
 		r, err := New(c.s)

@@ -76,6 +76,7 @@ type Config struct {
 	ASRBaseURL          string        `yaml:"asr-base-url" help:"speech recognition API base URL, e.g. http://localhost:8000/v1 (default: https://api.openai.com/v1)"`
 	ASRAPIKey           string        `yaml:"asr-api-key" help:"speech recognition API key (default with asr-provider openai: OPENAI_API_KEY)"`
 	ASRModel            string        `yaml:"asr-model" help:"speech recognition model (default whisper-1)"`
+	ASRAudio            string        `yaml:"asr-audio" help:"what asr-provider openai uploads: wav (default: every OpenAI-compatible server takes it) or ogg-opus (the device's own Opus in an Ogg file, not decoded in push-to-talk: OpenAI, Groq, speaches, LocalAI; whisper.cpp's server only when built with ffmpeg)"`
 	ASRLanguage         string        `yaml:"asr-language" help:"language spoken to devices, e.g. zh or en: given to recognition (empty: the model decides) and the language of what the hub itself says to a device that reports none"`
 	TTSProvider         string        `yaml:"tts-provider" help:"speech synthesis: openai (any OpenAI-compatible /audio/speech with PCM output: OpenAI, Kokoro-FastAPI, speaches, LocalAI, SiliconFlow); empty: none"`
 	TTSBaseURL          string        `yaml:"tts-base-url" help:"speech synthesis API base URL (default: https://api.openai.com/v1)"`

@@ -55,6 +55,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--asr-provider", "openai"}, "asr-provider openai with no asr-base-url is OpenAI itself, which needs asr-api-key"},
 		{[]string{"--tts-provider", "openai"}, "tts-provider openai with no tts-base-url is OpenAI itself, which needs tts-api-key"},
 		{[]string{"--asr-provider", "whisper"}, "asr-provider: \"whisper\" is not openai, funasr or dashscope"},
+		{[]string{"--asr-audio", "mp3"}, "asr-audio: \"mp3\" is not one of wav, ogg-opus"},
 		{[]string{"--tts-provider", "kokoro"}, "tts-provider: \"kokoro\" is not openai or dashscope"},
 		{[]string{"--asr-provider", "funasr", "--asr-base-url", "http://asr:10095"}, "asr-base-url: \"http://asr:10095\" is not a ws:// or wss:// URL"},
 		{[]string{"--tts-provider", "dashscope"}, "tts-provider dashscope needs tts-api-key (or DASHSCOPE_API_KEY)"},

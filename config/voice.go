@@ -11,7 +11,8 @@ import (
 
 // ASR is the speech recognition settings, for package asr.
 func (c Config) ASR() asr.Settings {
-	return asr.Settings{Provider: c.ASRProvider, BaseURL: c.ASRBaseURL, APIKey: c.ASRAPIKey, Model: c.ASRModel, Language: c.ASRLanguage}
+	return asr.Settings{Provider: c.ASRProvider, BaseURL: c.ASRBaseURL, APIKey: c.ASRAPIKey, Model: c.ASRModel, Language: c.ASRLanguage,
+		Audio: c.ASRAudio}
 }
 
 // TTS is the speech synthesis settings, for package tts.

@@ -53,7 +53,7 @@ Object.assign(MESSAGES.zh, {
 // The live settings, by group, as GET /api/settings names them.
 const SETTING_GROUPS = [
   ["agent", ["agent-provider", "agent-model", "agent-base-url", "agent-api-key"]],
-  ["asr", ["asr-provider", "asr-model", "asr-language", "asr-base-url", "asr-api-key"]],
+  ["asr", ["asr-provider", "asr-model", "asr-language", "asr-audio", "asr-base-url", "asr-api-key"]],
   ["tts", ["tts-provider", "tts-model", "tts-voice", "tts-base-url", "tts-api-key"]],
   ["voice", ["conversation-timeout"]],
 ];

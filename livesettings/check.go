@@ -16,6 +16,7 @@ import (
 	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/config"
 	"github.com/xiaozhi-hub/hub/tts"
+	"github.com/xiaozhi-hub/hub/voice/driver"
 )
 
 // What a test checks.
@@ -115,12 +116,27 @@ func testASR(ctx context.Context, c *Current) error {
 		return err
 	}
 	defer r.Close()
-	if err := r.Write(make([]int16, 8000)); err != nil { // half a second of silence
+	// Half a second of silence, as turns send it: the device's Opus when
+	// the recognizer takes it (asr-audio ogg-opus: a server that does not
+	// take Ogg fails here, not at the first turn), else PCM.
+	if o, ok := rec.(driver.OpusRecognizer); ok && o.TakesOpus() {
+		if w, ok := r.(driver.OpusWriter); ok {
+			for range 9 {
+				if err := w.WriteOpus(silence60); err != nil {
+					return err
+				}
+			}
+		}
+	} else if err := r.Write(make([]int16, 8000)); err != nil {
 		return err
 	}
 	_, err = r.Finish(ctx)
 	return err
 }
+
+// silence60 is 60 ms of silence as one Opus packet, as libopus and gopus
+// encode it at 16 kHz: three 20 ms CELT frames (TOC 0xbb, code 3).
+var silence60 = []byte{0xbb, 0x03, 0xff, 0xfe, 0xff, 0xfe, 0xff, 0xfe}
 
 func testTTS(ctx context.Context, c *Current) error {
 	syn := c.Synthesizer

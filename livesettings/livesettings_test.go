@@ -2,7 +2,10 @@ package livesettings_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/xiaozhi-hub/hub/agent"
 	"github.com/xiaozhi-hub/hub/config"
 	"github.com/xiaozhi-hub/hub/livesettings"
+	"github.com/xiaozhi-hub/hub/ogg"
 	"github.com/xiaozhi-hub/hub/store"
 )
 
@@ -134,5 +138,40 @@ func TestTestSaysWhatFailed(t *testing.T) {
 	}
 	if _, err := s.Test(context.Background(), "tts", map[string]string{"tts-voce": "x"}); hub.ErrorCode(err) != hub.EINVALID || !strings.Contains(err.Error(), "did you mean tts-voice?") {
 		t.Errorf("an unknown setting in a test: %v", err)
+	}
+}
+
+// The recognition test sends what turns send: with asr-audio ogg-opus an
+// Ogg Opus file, so that a server that takes only WAV (whisper.cpp's
+// without ffmpeg) fails the test rather than the first turn.
+func TestASRTestSendsTheTurnsFormat(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, hdr, err := r.FormFile("file")
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		b, _ := io.ReadAll(f)
+		if strings.HasSuffix(hdr.Filename, ".ogg") {
+			if s, err := ogg.Read(b); err != nil || len(s.Packets) != 9 {
+				t.Errorf("the test's Ogg file: %v", err)
+			}
+			http.Error(w, `{"error":{"message":"failed to read audio data"}}`, 400) // a server without Ogg
+			return
+		}
+		w.Write([]byte(`{"text":""}`))
+	}))
+	defer srv.Close()
+	s, err := livesettings.Open(context.Background(), livesettings.Options{Store: openStore(t, t.TempDir()), Base: base()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]string{"asr-provider": "openai", "asr-base-url": srv.URL}
+	if r, err := s.Test(context.Background(), "asr", set); err != nil || !r.OK {
+		t.Fatalf("wav: %+v %v", r, err)
+	}
+	set["asr-audio"] = "ogg-opus"
+	if r, err := s.Test(context.Background(), "asr", set); err != nil || r.OK || !strings.Contains(r.Detail, "failed to read audio data") {
+		t.Fatalf("ogg-opus to a server without Ogg: %+v %v", r, err)
 	}
 }

@@ -41,6 +41,7 @@ var specs = []spec{
 	text("asr-provider", false, func(c *config.Config) *string { return &c.ASRProvider }),
 	text("asr-model", false, func(c *config.Config) *string { return &c.ASRModel }),
 	text("asr-language", false, func(c *config.Config) *string { return &c.ASRLanguage }),
+	text("asr-audio", false, func(c *config.Config) *string { return &c.ASRAudio }),
 	text("asr-base-url", false, func(c *config.Config) *string { return &c.ASRBaseURL }),
 	text("asr-api-key", true, func(c *config.Config) *string { return &c.ASRAPIKey }),
 	text("tts-provider", false, func(c *config.Config) *string { return &c.TTSProvider }),

@@ -33,6 +33,7 @@ func goldenHub(t *testing.T, config []byte) *testHub {
 	var voiceDevice, voiceTool string
 	seconds := 1
 	var timeout time.Duration
+	var asrAudio string
 	for line := range strings.Lines(string(config)) {
 		f := strings.Fields(line)
 		var err error
@@ -44,6 +45,8 @@ func goldenHub(t *testing.T, config []byte) *testHub {
 			voiceDevice, voiceTool = f[1], f[2]
 		case f[0] == "speech-seconds" && len(f) == 2:
 			seconds, err = strconv.Atoi(f[1])
+		case f[0] == "asr-audio" && len(f) == 2:
+			asrAudio = f[1]
 		case f[0] == "conversation-timeout" && len(f) == 2:
 			timeout, err = time.ParseDuration(f[1])
 		default:
@@ -60,6 +63,7 @@ func goldenHub(t *testing.T, config []byte) *testHub {
 		if timeout > 0 {
 			c.ConversationTimeout = timeout
 		}
+		c.ASRAudio = asrAudio
 	}
 	if voiceDevice == "" {
 		return startHub(t, "", edit)

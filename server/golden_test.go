@@ -20,6 +20,7 @@ package server_test
 //	                                    model calls TOOL of DEVICE, then says
 //	                                    "好的，客厅的灯已经打开了。"
 //	                  speech-seconds N  each synthesis is N s of tone (1)
+//	                  asr-audio VALUE   the recognizer's upload (wav, ogg-opus)
 //	                  conversation-timeout DURATION
 //	-- connect --   WebSocket upgrade request headers, one "Name: value" a
 //	                line; the device connects at the start

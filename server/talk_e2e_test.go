@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/xiaozhi-hub/hub/catalog"
+	"github.com/xiaozhi-hub/hub/ogg"
 	"github.com/xiaozhi-hub/hub/opus"
 	"github.com/xiaozhi-hub/hub/protocol"
 	"github.com/xiaozhi-hub/hub/server"
@@ -42,7 +43,36 @@ type providers struct {
 	sent     []int    // messages in each request to the model, system prompt included
 	spoken   []string
 	voices   []string
-	seconds  int // of speech per synthesis (default 1)
+	seconds  int      // of speech per synthesis (default 1)
+	upload   string   // the last transcription's file: "wav" or "ogg"
+	packets  [][]byte // the Opus packets of the last Ogg upload
+}
+
+// hearOgg reads an Ogg Opus upload as a transcription server would: the
+// stream checked page by page (ogg.Read), and every packet decoded; a bad
+// file is answered 400.
+func (p *providers) hearOgg(w http.ResponseWriter, f io.Reader, ctype string) bool {
+	b, _ := io.ReadAll(f)
+	s, err := ogg.Read(b)
+	if err == nil && (ctype != "audio/ogg" || s.Channels != 1 || s.InputRate != 16000) {
+		err = fmt.Errorf("%s, %d channels at %d Hz", ctype, s.Channels, s.InputRate)
+	}
+	samples := 0
+	dec, _ := opus.NewDecoder(16000)
+	for i := 0; err == nil && i < len(s.Packets); i++ {
+		var pcm []int16
+		pcm, err = dec.Decode(s.Packets[i])
+		samples += len(pcm)
+	}
+	if err != nil {
+		p.t.Errorf("transcription audio: %v", err)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	p.mu.Lock()
+	p.heardMs, p.upload, p.packets = samples/16, "ogg", s.Packets
+	p.mu.Unlock()
+	return true
 }
 
 const answer = "好的，客厅的灯已经打开了。"
@@ -60,18 +90,24 @@ func (p *providers) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/v1/audio/transcriptions":
-		f, _, err := r.FormFile("file")
+		f, hdr, err := r.FormFile("file")
 		if err != nil {
 			p.t.Errorf("transcription without a file: %v", err)
 			return
 		}
-		pcm, rate, err := wav.Decode(f, 1<<22)
-		if err != nil {
-			p.t.Errorf("transcription audio: %v", err)
+		if strings.HasSuffix(hdr.Filename, ".ogg") {
+			if !p.hearOgg(w, f, hdr.Header.Get("Content-Type")) {
+				return
+			}
+		} else {
+			pcm, rate, err := wav.Decode(f, 1<<22)
+			if err != nil {
+				p.t.Errorf("transcription audio: %v", err)
+			}
+			p.mu.Lock()
+			p.heardMs, p.upload = len(pcm)*1000/max(rate, 1), "wav"
+			p.mu.Unlock()
 		}
-		p.mu.Lock()
-		p.heardMs = len(pcm) * 1000 / max(rate, 1)
-		p.mu.Unlock()
 		fmt.Fprint(w, `{"text":"打开客厅的灯"}`)
 	case "/v1/chat/completions":
 		var req struct {

@@ -65,7 +65,7 @@ type Conversation struct {
 	hubLanguage string
 
 	Dropped  atomic.Uint64 // uplink frames dropped (behind, or not listening)
-	BadAudio atomic.Uint64 // frames that did not decode
+	BadAudio atomic.Uint64 // frames that did not decode, or (not decoded) broke Opus framing
 }
 
 func newConversation(e *Engine, deviceID, language string, down protocol.AudioParams, out Output) *Conversation {
@@ -144,7 +144,7 @@ func (c *Conversation) Listen(state, mode, _ string) {
 	case "stop":
 		if c.on && c.mode == "manual" && c.t == nil {
 			if c.utt == nil {
-				c.startUtterance(time.Now())
+				c.startUtterance(time.Now(), c.e.parts(c.deviceID), false)
 			}
 			c.endUtterance()
 		}
@@ -163,8 +163,9 @@ func (c *Conversation) Abort() {
 	}
 }
 
-// Audio hands over one uplink Opus frame. It is decoded at once (the
-// transport may reuse its buffer afterwards).
+// Audio hands over one uplink Opus frame. It is decoded at once, or, for a
+// recognition that takes Opus, copied (the transport may reuse its buffer
+// afterwards).
 func (c *Conversation) Audio(opus []byte, _ uint32) {
 	c.mu.Lock()
 	interrupted := c.hear(opus)

@@ -3,16 +3,27 @@ package voice
 import (
 	"context"
 	"time"
+
+	"github.com/xiaozhi-hub/hub/ogg"
 )
 
 // utterance is what a person says, from its first frame to the end of
 // speech, on its way to recognition. Its goroutine (recognize) opens the
 // recognition and writes the frames into it as they are heard, then runs
 // the turn the utterance becomes.
+//
+// The frames are PCM, decoded as they are heard; or, when the recognizer
+// takes Opus (driver.OpusRecognizer) and no VAD needs PCM (listen mode
+// manual, or no VAD), the device's packets themselves, never decoded.
+// Exactly one of frames and packets is made; it is closed when the
+// utterance ends.
 type utterance struct {
 	ctx     context.Context // ends with the conversation
 	cancel  context.CancelFunc
-	frames  chan []int16 // PCM in the order heard; closed when the utterance ends
+	parts   Parts        // the providers and settings in force when it began
+	frames  chan []int16 // PCM in the order heard
+	packets chan []byte  // the packets in the order heard, copied into arena
+	arena   []byte       // where packets are kept: a chunk at a time, never written over
 	started time.Time
 	// gap ends the utterance in auto and realtime modes when the device
 	// stops sending audio (Opus DTX sends nothing in silence, so the VAD
@@ -62,34 +73,50 @@ func release(coder any) {
 
 // hear handles one uplink frame: decoded, and in auto and realtime modes
 // given to the end-of-speech detector, on the caller's goroutine; it
-// starts an utterance's goroutine when speech begins. It returns the
-// answer the frame interrupts (realtime mode: the person talks over it),
-// to be aborted once c.mu is released. c.mu is held.
-func (c *Conversation) hear(opus []byte) (interrupted *turn) {
+// starts an utterance's goroutine when speech begins. In manual mode (or
+// with no VAD) a recognizer that takes Opus is given the packet instead,
+// checked (ogg.OpusSamples) and not decoded. It returns the answer the
+// frame interrupts (realtime mode: the person talks over it), to be
+// aborted once c.mu is released. c.mu is held.
+func (c *Conversation) hear(packet []byte) (interrupted *turn) {
 	if !c.hearing() {
 		c.Dropped.Add(1) // not listening, or the device's mic should be off
-		return nil
-	}
-	if c.dec == nil {
-		var err error
-		if c.dec, err = c.e.opts.Codec.NewDecoder(16000); err != nil {
-			c.e.log.Warn("no Opus decoder", "err", err)
-			c.missing = "a working Opus decoder"
-			return nil
-		}
-	}
-	pcm, err := c.dec.Decode(opus)
-	if err != nil {
-		c.BadAudio.Add(1)
 		return nil
 	}
 	now := time.Now()
 	ended := false
 	if c.mode == "manual" || c.vad == nil {
-		if c.utt == nil {
-			c.startUtterance(now)
+		// Everything heard is the utterance: the recognizer decides at
+		// its first frame whether it is heard as packets or as PCM.
+		u := c.utt
+		var parts Parts
+		if u == nil {
+			parts = c.e.parts(c.deviceID)
+		}
+		if u != nil && u.packets != nil || u == nil && takesOpus(parts.Recognizer) {
+			if _, err := ogg.OpusSamples(packet); err != nil {
+				c.BadAudio.Add(1)
+				return nil
+			}
+			if u == nil {
+				c.startUtterance(now, parts, true)
+			}
+			c.pushPacket(packet)
+		} else {
+			pcm := c.decode(packet)
+			if pcm == nil {
+				return nil
+			}
+			if u == nil {
+				c.startUtterance(now, parts, false)
+			}
+			c.push(pcm)
 		}
 	} else {
+		pcm := c.decode(packet)
+		if pcm == nil {
+			return nil
+		}
 		var speaking bool
 		speaking, ended = c.vad.Push(pcm)
 		if c.utt == nil {
@@ -101,14 +128,14 @@ func (c *Conversation) hear(opus []byte) (interrupted *turn) {
 				return nil
 			}
 			interrupted, c.t = c.t, nil
-			c.startUtterance(now)
+			c.startUtterance(now, c.e.parts(c.deviceID), false)
 			for _, p := range c.pre {
 				c.push(p)
 			}
 			c.pre = nil
 		}
+		c.push(pcm)
 	}
-	c.push(pcm)
 	c.heard(now)
 	if ended || now.Sub(c.utt.started) > c.e.opts.MaxUtterance {
 		c.endUtterance()
@@ -118,6 +145,32 @@ func (c *Conversation) hear(opus []byte) (interrupted *turn) {
 		c.utt.gapAt = now.Add(gapTimeout)
 	}
 	return interrupted
+}
+
+// takesOpus reports whether r's recognitions take Opus packets now.
+func takesOpus(r Recognizer) bool {
+	o, ok := r.(OpusRecognizer)
+	return ok && o.TakesOpus()
+}
+
+// decode decodes a packet with the conversation's decoder (taken from the
+// codec for the first one heard); nil when it cannot be decoded, counted
+// as bad audio. c.mu is held.
+func (c *Conversation) decode(packet []byte) []int16 {
+	if c.dec == nil {
+		var err error
+		if c.dec, err = c.e.opts.Codec.NewDecoder(16000); err != nil {
+			c.e.log.Warn("no Opus decoder", "err", err)
+			c.missing = "a working Opus decoder"
+			return nil
+		}
+	}
+	pcm, err := c.dec.Decode(packet)
+	if err != nil {
+		c.BadAudio.Add(1)
+		return nil
+	}
+	return pcm
 }
 
 // push queues a frame of the utterance for its recognition, or drops it
@@ -130,11 +183,38 @@ func (c *Conversation) push(pcm []int16) {
 	}
 }
 
-// startUtterance starts hearing an utterance, and its goroutine. c.mu is
-// held.
-func (c *Conversation) startUtterance(now time.Time) {
+// pushPacket queues a copy of a packet (the transport may reuse its
+// buffer) for the utterance's recognition, or drops it when the
+// recognition is behind. c.mu is held.
+func (c *Conversation) pushPacket(packet []byte) {
+	u := c.utt
+	if len(u.packets) == cap(u.packets) {
+		c.Dropped.Add(1)
+		return
+	}
+	if cap(u.arena)-len(u.arena) < len(packet) {
+		u.arena = make([]byte, 0, max(arenaChunk, len(packet)))
+	}
+	n := len(u.arena)
+	u.arena = append(u.arena, packet...)
+	u.packets <- u.arena[n:len(u.arena):len(u.arena)] // room was checked; c.mu is held
+}
+
+// arenaChunk is the room made at a time for an utterance's packets
+// (about half a second of speech at 32 kbps). The recognition copies each
+// packet out as it takes it, so a chunk lives only while its packets wait.
+const arenaChunk = 2048
+
+// startUtterance starts hearing an utterance, and its goroutine: as
+// packets, or as PCM. c.mu is held.
+func (c *Conversation) startUtterance(now time.Time, parts Parts, packets bool) {
 	ctx, cancel := context.WithCancel(c.e.ctx)
-	u := &utterance{ctx: ctx, cancel: cancel, frames: make(chan []int16, heardQueue), started: now}
+	u := &utterance{ctx: ctx, cancel: cancel, parts: parts, started: now}
+	if packets {
+		u.packets = make(chan []byte, heardQueue)
+	} else {
+		u.frames = make(chan []int16, heardQueue)
+	}
 	if c.mode != "manual" && c.vad != nil {
 		u.gapAt = now.Add(gapTimeout)
 		u.gap = time.AfterFunc(gapTimeout, func() { c.gapped(u) })
@@ -174,7 +254,7 @@ func (c *Conversation) endUtterance() {
 	}
 	u.turn = c.newTurn(u.ctx)
 	c.t = u.turn
-	close(u.frames)
+	u.close()
 	c.settle()
 }
 
@@ -185,7 +265,18 @@ func (u *utterance) abandon() {
 		u.gap.Stop()
 	}
 	u.cancel()
-	close(u.frames)
+	u.close()
+}
+
+// close ends the utterance's frames or packets, and lets go of the
+// arena (the packets still queued hold what they need of it).
+func (u *utterance) close() {
+	u.arena = nil
+	if u.packets != nil {
+		close(u.packets)
+	} else {
+		close(u.frames)
+	}
 }
 
 // recognize is an utterance's goroutine: it opens the recognition (once
@@ -199,7 +290,7 @@ func (c *Conversation) recognize(u *utterance, prev *turn) {
 	if prev != nil {
 		<-prev.done // its tts stop and record come before anything of this turn
 	}
-	parts := c.e.parts(c.deviceID)
+	parts := u.parts
 	hint := c.language
 	if parts.Language != "" {
 		hint = "" // the hub's setting (asr-language) wins: the provider applies it
@@ -230,6 +321,10 @@ func (c *Conversation) recognize(u *utterance, prev *turn) {
 // transcribe writes the utterance into rec as it is heard, and returns its
 // turn once it has ended; nil when it was abandoned.
 func (c *Conversation) transcribe(u *utterance, rec Recognition) *turn {
+	ow, _ := rec.(OpusWriter)
+	if u.packets != nil && ow == nil {
+		c.e.log.Error("a recognizer that takes Opus opened a recognition that does not: the utterance is lost", "device", c.deviceID)
+	}
 	for {
 		select {
 		case pcm, ok := <-u.frames:
@@ -237,6 +332,13 @@ func (c *Conversation) transcribe(u *utterance, rec Recognition) *turn {
 				return u.turn // set before frames was closed
 			}
 			_ = rec.Write(pcm)
+		case p, ok := <-u.packets:
+			if !ok {
+				return u.turn
+			}
+			if ow != nil {
+				_ = ow.WriteOpus(p)
+			}
 		case <-u.ctx.Done(): // the engine closes: the turn, if any, ends at once
 			c.mu.Lock()
 			defer c.mu.Unlock()

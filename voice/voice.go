@@ -44,6 +44,10 @@ type (
 	Recognizer = driver.Recognizer
 	// Recognition is one utterance being recognised.
 	Recognition = driver.Recognition
+	// OpusWriter is a Recognition that takes the device's Opus packets.
+	OpusWriter = driver.OpusWriter
+	// OpusRecognizer is a Recognizer whose recognitions may take Opus.
+	OpusRecognizer = driver.OpusRecognizer
 	// Synthesizer turns text into speech (package tts).
 	Synthesizer = driver.Synthesizer
 	// Speech is synthesised audio as it arrives.

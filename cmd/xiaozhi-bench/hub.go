@@ -51,6 +51,7 @@ func hubMain(args []string) error {
 	mqttMaxPending := fs.Int("mqtt-max-pending", 0, "the hub's mqtt-max-pending setting (0: its default)")
 	mqttPendingPerAddr := fs.Int("mqtt-pending-per-address", 0, "the hub's mqtt-pending-per-address setting (0: its default)")
 	providers := fs.String("providers", "", "base URL (…/v1) of OpenAI-compatible providers for recognition, the agent's model and synthesis (the talk scenario's stand-ins)")
+	asrAudio := fs.String("asr-audio", "", "the hub's asr-audio setting (with --providers)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func hubMain(args []string) error {
 	}
 	if *providers != "" {
 		cfg.AgentProvider, cfg.AgentBaseURL, cfg.AgentAPIKey, cfg.AgentModel = "openai", *providers, standInKey, "bench-model"
-		cfg.ASRProvider, cfg.ASRBaseURL, cfg.ASRAPIKey = "openai", *providers, standInKey
+		cfg.ASRProvider, cfg.ASRBaseURL, cfg.ASRAPIKey, cfg.ASRAudio = "openai", *providers, standInKey, *asrAudio
 		cfg.TTSProvider, cfg.TTSBaseURL, cfg.TTSAPIKey = "openai", *providers, standInKey
 	}
 	var level slog.Level
@@ -246,6 +247,7 @@ type hubOptions struct {
 	mqtt     bool   // devices on MQTT: the hub gets mqtt-listen and the token as a device token
 	// providers is the base URL of the speech and model providers ("" for none).
 	providers string
+	asrAudio  string // the hub's asr-audio setting ("": its default)
 }
 
 // startHub re-executes this binary in the hub role and waits until it
@@ -276,6 +278,9 @@ func startHub(ctx context.Context, o hubOptions) (*hubProc, error) {
 	}
 	if o.providers != "" {
 		args = append(args, "--providers", o.providers)
+	}
+	if o.asrAudio != "" {
+		args = append(args, "--asr-audio", o.asrAudio)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr

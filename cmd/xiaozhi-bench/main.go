@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
@@ -94,6 +95,7 @@ type options struct {
 	talkTurns      int
 	talkSync       bool
 	talkSchedule   time.Duration
+	talkASRAudio   string
 }
 
 // env is what scenarios share.
@@ -150,6 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.talkTurns, "talk-turns", 6, "talk: turns per device, the first a warm-up left out of the figures")
 	fs.BoolVar(&o.talkSync, "talk-sync", false, "talk: every device's turns end at the same instant (else spread evenly over --talk-schedule)")
 	fs.DurationVar(&o.talkSchedule, "talk-schedule", 3*time.Second, "talk: each device starts a turn (1.2 s of speech, then the answer) this often")
+	fs.StringVar(&o.talkASRAudio, "talk-asr-audio", "", "talk: the hub's asr-audio setting, what its recognizer uploads: wav or ogg-opus (the device's Opus, not decoded); empty: the hub's default (wav)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -172,6 +175,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	slices.Sort(o.idleSteps)
 	if o.talkDevices, err = counts("talk-devices", *talkDevices); err != nil {
 		return err
+	}
+	if o.talkASRAudio != "" && !slices.Contains(asr.Audios(), o.talkASRAudio) {
+		return fmt.Errorf("--talk-asr-audio: %q is not one of %s", o.talkASRAudio, strings.Join(asr.Audios(), ", "))
 	}
 	if o.talkTurns < 2 || o.talkSchedule < 2500*time.Millisecond {
 		return errors.New("--talk-turns must be at least 2 (one warm-up) and --talk-schedule at least 2.5s (a turn's length)")

@@ -8,9 +8,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/xiaozhi-hub/hub/ogg"
+	"github.com/xiaozhi-hub/hub/wav"
 )
 
 // standInKey is the API key the hub is given for the stand-in providers.
@@ -37,6 +41,9 @@ type standIn struct {
 	pcm    []byte // one second of a voice-like tone, s16le
 
 	transcriptions, chats, speeches, failures atomic.Int64
+	// wavFiles and oggFiles count the transcriptions' files that were
+	// read through, oggPackets the Opus packets in the Ogg ones.
+	wavFiles, oggFiles, oggPackets atomic.Int64
 	// conns counts the connections the hub opened to the providers.
 	conns atomic.Int64
 }
@@ -67,8 +74,14 @@ func (s *standIn) close() {
 }
 
 func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
-	// The whole request is read, as a real provider does.
-	_, err := io.Copy(io.Discard, r.Body)
+	// The whole request is read, as a real provider does; a
+	// transcription's file is checked.
+	var err error
+	if r.URL.Path == "/v1/audio/transcriptions" {
+		err = s.checkFile(r)
+	} else {
+		_, err = io.Copy(io.Discard, r.Body)
+	}
 	if r.Method != http.MethodPost || r.Header.Get("Authorization") != "Bearer "+standInKey || err != nil {
 		s.failures.Add(1)
 		http.Error(w, "stand-in: unexpected request", http.StatusBadRequest)
@@ -93,6 +106,45 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 		s.failures.Add(1)
 		http.NotFound(w, r)
 	}
+}
+
+// checkFile reads a transcription's form and checks its file as a server
+// would: a WAV file's header and length, or an Ogg Opus file page by page
+// (checksums, sequence, granule positions, each packet's framing).
+func (s *standIn) checkFile(r *http.Request) error {
+	if err := r.ParseMultipartForm(1 << 22); err != nil {
+		return err
+	}
+	f, hdr, err := r.FormFile("file")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if strings.HasSuffix(hdr.Filename, ".ogg") {
+		b, err := io.ReadAll(f)
+		if err != nil {
+			return err
+		}
+		st, err := ogg.Read(b)
+		if err != nil {
+			return err
+		}
+		if hdr.Header.Get("Content-Type") != "audio/ogg" || st.Channels != 1 || len(st.Packets) == 0 {
+			return fmt.Errorf("an Ogg upload of type %q, %d channels, %d packets", hdr.Header.Get("Content-Type"), st.Channels, len(st.Packets))
+		}
+		s.oggFiles.Add(1)
+		s.oggPackets.Add(int64(len(st.Packets)))
+		return nil
+	}
+	pcm, rate, err := wav.Decode(f, 1<<22)
+	if err != nil {
+		return err
+	}
+	if rate != 16000 || len(pcm) == 0 {
+		return fmt.Errorf("a WAV upload of %d samples at %d Hz", len(pcm), rate)
+	}
+	s.wavFiles.Add(1)
+	return nil
 }
 
 // toneSeconds is n seconds of a 300 Hz tone at speechRate, s16le (what

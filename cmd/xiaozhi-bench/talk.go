@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xiaozhi-hub/hub/asr"
 	"github.com/xiaozhi-hub/hub/sim"
 )
 
@@ -22,6 +24,7 @@ const talkTurnPeriod = 2200 * time.Millisecond
 // answer at once.
 type TalkResult struct {
 	Profile      string    `json:"profile"`
+	ASRAudio     string    `json:"asrAudio"` // the hub's asr-audio: what the recognizer was sent
 	SpeechS      float64   `json:"speechPerTurnS"`
 	TurnPeriodS  float64   `json:"turnPeriodS"` // of talkers per core = turnPeriodS ÷ hub CPU per turn
 	ScheduleS    float64   `json:"scheduleS"`   // each device starts a turn every scheduleS
@@ -69,6 +72,10 @@ type TalkRun struct {
 	// ProviderConns is the connections the hub opened to the providers
 	// over the run (a client that keeps them alive opens few).
 	ProviderConns int `json:"providerConns"`
+	// Uploads counts the transcriptions' files by format (wav, ogg), and
+	// OggPackets the Opus packets in the Ogg ones, over the run.
+	Uploads    map[string]int `json:"uploads"`
+	OggPackets int            `json:"oggPackets,omitempty"`
 }
 
 // talkSummary turns the outcomes of the measured turns into figures.
@@ -109,7 +116,7 @@ func runTalk(e *env) (*TalkResult, error) {
 	}
 	defer st.close()
 	o := e.opts
-	res := &TalkResult{Profile: o.profile, SpeechS: (time.Duration(len(speech)) * uplinkFrame).Seconds(),
+	res := &TalkResult{Profile: o.profile, ASRAudio: cmp.Or(o.talkASRAudio, asr.AudioWAV), SpeechS: (time.Duration(len(speech)) * uplinkFrame).Seconds(),
 		TurnPeriodS: talkTurnPeriod.Seconds(), ScheduleS: o.talkSchedule.Seconds(), Rounds: o.talkTurns, WarmupRounds: 1}
 	for _, n := range o.talkDevices {
 		run, err := talkRun(e, st, speech, n)
@@ -131,12 +138,13 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 		mode = "sync"
 	}
 	name := fmt.Sprintf("talk-%d-%s", n, mode)
-	h, err := e.hub(name, func(ho *hubOptions) { ho.providers = st.baseURL() })
+	h, err := e.hub(name, func(ho *hubOptions) { ho.providers, ho.asrAudio = st.baseURL(), o.talkASRAudio })
 	if err != nil {
 		return nil, err
 	}
 	defer h.stop()
 	calls0, conns0 := [3]int64{st.transcriptions.Load(), st.chats.Load(), st.speeches.Load()}, st.conns.Load()
+	wav0, ogg0, packets0 := st.wavFiles.Load(), st.oggFiles.Load(), st.oggPackets.Load()
 	time.Sleep(time.Second) // settled, as the idle scenario's baseline
 	run := &TalkRun{Devices: n, Sync: o.talkSync, RSSNoDevice: h.rss()}
 
@@ -273,6 +281,8 @@ func talkRun(e *env, st *standIn, speech [][]byte, n int) (*TalkRun, error) {
 		run.ProviderCalls[i] = int(c - calls0[i])
 	}
 	run.ProviderConns = int(st.conns.Load() - conns0)
+	run.Uploads = map[string]int{"wav": int(st.wavFiles.Load() - wav0), "ogg": int(st.oggFiles.Load() - ogg0)}
+	run.OggPackets = int(st.oggPackets.Load() - packets0)
 	e.progress("talk: %d devices (%s): %d answers, %d failed, %d dry, first audio p50 %s p99 %s; hub CPU %.2f ms/turn = %.0f talkers/core; RSS %.0f KB per talker; %d goroutines talking",
 		n, mode, run.Answers, run.Failed, run.Dry, msf(run.FirstAudio.P50), msf(run.FirstAudio.P99),
 		run.HubCPUPerTurnMs, run.TalkersPerCore, run.RSSPerTalkerKB, run.GoroutinesTalking)
@@ -320,7 +330,8 @@ func (x *TalkResult) rows(row func(...string)) {
 		row("", "", fmt.Sprintf("hub CPU %.2f ms/turn = %.0f talkers/core (%.1f s ÷ CPU per turn); RSS %.0f KB/talker (%.0f KB/connected device); goroutines %d → %d",
 			r.HubCPUPerTurnMs, r.TalkersPerCore, x.TurnPeriodS, r.RSSPerTalkerKB, r.RSSPerConnectedKB, r.GoroutinesIdle, r.GoroutinesTalking))
 		row("", "", fmt.Sprintf("hub allocations %.0f, %.0f KB per turn", r.HubAllocs, r.HubAllocKB))
-		row("", "", fmt.Sprintf("provider requests %d/%d/%d (recognition/model/synthesis) over %d connections", r.ProviderCalls[0], r.ProviderCalls[1], r.ProviderCalls[2], r.ProviderConns))
+		row("", "", fmt.Sprintf("provider requests %d/%d/%d (recognition/model/synthesis) over %d connections; asr-audio %s: %d WAV and %d Ogg files (%d packets)",
+			r.ProviderCalls[0], r.ProviderCalls[1], r.ProviderCalls[2], r.ProviderConns, x.ASRAudio, r.Uploads["wav"], r.Uploads["ogg"], r.OggPackets))
 	}
 }
 

@@ -28,6 +28,28 @@ type Recognition interface {
 	Close()
 }
 
+// OpusWriter is an optional capability of a Recognition: it takes the
+// device's Opus packets as they arrive instead of PCM, so that the engine
+// need not decode them. The packets are mono, of the uplink's sample rate
+// (16 kHz) and of the duration their TOC byte says (RFC 6716 §3.1; 60 ms
+// from the firmware); the engine has checked their framing
+// (ogg.OpusSamples) and gives each one the recognition may keep. A
+// recognition written packets is written no PCM, and the reverse.
+type OpusWriter interface {
+	WriteOpus(packet []byte) error
+}
+
+// OpusRecognizer is a Recognizer whose recognitions may take Opus.
+// TakesOpus reports whether the ones Start opens now implement OpusWriter
+// (a setting may decide it): the engine asks as an utterance begins,
+// before its recognition is open, whether to keep its packets instead of
+// decoding them. It passes packets only when no end-of-speech detector
+// needs PCM (listen mode manual, or no VAD), and PCM otherwise.
+type OpusRecognizer interface {
+	Recognizer
+	TakesOpus() bool
+}
+
 // Synthesizer turns text into speech.
 type Synthesizer interface {
 	// Synthesize streams the speech of text in voice ("" for the default).
