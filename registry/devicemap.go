@@ -97,17 +97,21 @@ func (d *deviceMap) removeLocked(id string, e *entry) bool {
 }
 
 // eachLocked calls f with each entry that is in the map, its mu held
-// (entries gone meanwhile are skipped). Each entry is as it was when f saw
-// it: the map is never stopped as a whole, one shard at a time lists its
-// entries.
-func (d *deviceMap) eachLocked(f func(e *entry)) {
-	var buf []*entry
+// (entries gone meanwhile are skipped); with offline, only with those
+// that have no link (read without their mu, so that the connected ones
+// are not locked at all). Each entry is as it was when f saw it: the map
+// is never stopped as a whole, one shard at a time lists its entries.
+func (d *deviceMap) eachLocked(offline bool, f func(e *entry)) {
+	var small [256]*entry // a shard's entries, up to ~16,000 devices
+	buf := small[:0]
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
 		buf = buf[:0]
 		for _, e := range s.m {
-			buf = append(buf, e)
+			if !offline || !e.linked.Load() {
+				buf = append(buf, e)
+			}
 		}
 		s.mu.Unlock()
 		for _, e := range buf {

@@ -57,6 +57,7 @@ func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	old := e.link
 	l := &Link{r: r, e: e, id: info.DeviceID, conn: c}
 	e.link = l
+	e.linked.Store(true)
 	if old == nil {
 		r.online.Add(1)
 	}
@@ -404,6 +405,7 @@ func (l *Link) Disconnect(ctx context.Context, reason string) {
 		return
 	}
 	l.e.link = nil
+	l.e.linked.Store(false)
 	r.online.Add(-1)
 	node := l.e.node
 	l.e.node = ""

@@ -40,7 +40,7 @@ func lastSeen(d hub.Device) time.Time {
 // (call records, voice turns) is for ForgetUnused to check.
 func (r *Registry) Unused() []hub.Device {
 	var out []hub.Device
-	r.devices.eachLocked(func(e *entry) {
+	r.devices.eachLocked(true, func(e *entry) {
 		if unusedLocked(e) {
 			out = append(out, e.dev)
 		}
@@ -52,10 +52,11 @@ func (r *Registry) Unused() []hub.Device {
 }
 
 // UnusedCount is len(Unused()) without copying or sorting: what the path
-// of a new device checks before it looks further.
+// of a new device checks before it looks further (in a connect storm,
+// each new device counts the others, connected: those are not locked).
 func (r *Registry) UnusedCount() int {
 	n := 0
-	r.devices.eachLocked(func(e *entry) {
+	r.devices.eachLocked(true, func(e *entry) {
 		if unusedLocked(e) {
 			n++
 		}

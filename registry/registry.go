@@ -80,8 +80,9 @@ type entry struct {
 	tools  *toolset   // nil until a tool list is known
 	stale  bool
 	things map[string]*hub.Thing
-	link   *Link  // the live connection, nil when offline
-	node   string // with link: the cluster node holding the connection, "" for this hub
+	link   *Link       // the live connection, nil when offline
+	linked atomic.Bool // link != nil, set with it: read without mu by UnusedCount
+	node   string      // with link: the cluster node holding the connection, "" for this hub
 	saveMu sync.Mutex
 	failed string      // why discovery failed on the current connection
 	early  iot.Early   // IoT states that came before their thing's descriptor
@@ -159,7 +160,7 @@ func (r *Registry) Load(ctx context.Context) error {
 // not close the Store, whose Close flushes the records still queued.
 func (r *Registry) Close() {
 	var links []*Link
-	r.devices.eachLocked(func(e *entry) {
+	r.devices.eachLocked(false, func(e *entry) {
 		if e.link != nil {
 			links = append(links, e.link)
 		}
@@ -180,7 +181,7 @@ func (r *Registry) EndSubscriptions() { r.bus.close() }
 // Devices returns every known device, sorted by room, name and id.
 func (r *Registry) Devices() []hub.Device {
 	out := make([]hub.Device, 0, r.KnownCount())
-	r.devices.eachLocked(func(e *entry) { out = append(out, r.viewLocked(e)) })
+	r.devices.eachLocked(false, func(e *entry) { out = append(out, r.viewLocked(e)) })
 	sortDevices(out)
 	return out
 }
@@ -200,7 +201,7 @@ func (r *Registry) DevicesOf(p *hub.Principal) []hub.Device {
 		return r.Devices()
 	}
 	out := make([]hub.Device, 0, 16)
-	r.devices.eachLocked(func(e *entry) {
+	r.devices.eachLocked(false, func(e *entry) {
 		if p.Sees(e.dev.Home) {
 			out = append(out, r.viewLocked(e))
 		}
@@ -442,6 +443,7 @@ func (r *Registry) deleteDevice(ctx context.Context, id string, record bool) err
 	link, node, home := e.link, e.node, e.dev.Home
 	if link != nil {
 		e.link, e.node = nil, ""
+		e.linked.Store(false)
 		r.online.Add(-1)
 	}
 	e.mu.Unlock()
