@@ -69,10 +69,10 @@ type Registry struct {
 	toolsets map[string]*toolset // by hash, shared between devices; under tsMu
 }
 
-// entry is one device. Its fields are guarded by mu, except budget (its
-// own lock), writes (its own lock) and saveMu, which serialises the
-// device's store writes so that an older snapshot never overwrites a
-// newer one.
+// entry is one device. Its fields are guarded by mu, except linked
+// (atomic), budget (its own lock), writes (its own lock) and saveMu,
+// which serialises the device's store writes so that an older snapshot
+// never overwrites a newer one.
 type entry struct {
 	mu     sync.Mutex
 	gone   bool       // taken out of the registry (deleted, forgotten): a new entry stands for the device
@@ -81,7 +81,7 @@ type entry struct {
 	stale  bool
 	things map[string]*hub.Thing
 	link   *Link       // the live connection, nil when offline
-	linked atomic.Bool // link != nil, set with it: read without mu by UnusedCount
+	linked atomic.Bool // link != nil, set with it under mu; read without mu to skip connected devices (eachLocked)
 	node   string      // with link: the cluster node holding the connection, "" for this hub
 	saveMu sync.Mutex
 	failed string      // why discovery failed on the current connection
