@@ -38,7 +38,7 @@ func Reported(d, from hub.Device) hub.Device {
 // heldReportedLocked is d with the device's reports from e's record when
 // its connection is held here: a report may be in memory with its write
 // still queued, and another node's record, written without it, must not
-// take it back. r.mu is held.
+// take it back. e.mu is held.
 func heldReportedLocked(d hub.Device, e *entry) hub.Device {
 	if e.link == nil || e.node != "" {
 		return d
@@ -54,31 +54,27 @@ func heldReportedLocked(d hub.Device, e *entry) hub.Device {
 // connection is held here, its reports are kept (see Reported).
 func (r *Registry) Apply(ctx context.Context, d hub.Device, current func() bool) error {
 	d = Stored(d)
-	r.mu.Lock()
-	e, ok := r.devices[d.ID]
-	if !ok {
-		e = &entry{dev: hub.Device{ID: d.ID, Aliases: []string{}}, things: map[string]*hub.Thing{}}
-		r.devices[d.ID] = e
-	}
-	r.mu.Unlock()
+	e, created := r.lockedEntry(d.ID, hub.Device{ID: d.ID, Aliases: []string{}})
+	e.mu.Unlock()
+	ok := !created
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
-	r.mu.RLock()
+	e.mu.Lock()
 	d = heldReportedLocked(d, e)
 	same := ok && reflect.DeepEqual(Stored(e.dev), d)
-	r.mu.RUnlock()
+	e.mu.Unlock()
 	if same || (current != nil && !current()) {
 		return nil
 	}
 	if err := r.store.SaveDevice(ctx, d); err != nil {
 		return fmt.Errorf("save device %s: %w", d.ID, err)
 	}
-	r.mu.Lock()
+	e.mu.Lock()
 	transport, before := e.dev.Transport, e.dev.Home
 	e.dev = heldReportedLocked(d, e) // a report may have come during the write
 	e.dev.Transport = transport
 	view := r.viewLocked(e)
-	r.mu.Unlock()
+	e.mu.Unlock()
 	if ok {
 		r.left(d.ID, before, view.Home)
 	}
@@ -90,25 +86,23 @@ func (r *Registry) Apply(ctx context.Context, d hub.Device, current func() bool)
 // list, as fresh, and publishes tools_changed.
 func (r *Registry) ApplyTools(ctx context.Context, id, hash string, tools []hub.Tool) error {
 	tools = r.prepare(tools)
-	r.mu.Lock()
-	e, ok := r.devices[id]
-	if !ok {
-		r.mu.Unlock()
+	e := r.entryLocked(id)
+	if e == nil {
 		return notFound(id)
 	}
 	if e.tools != nil && e.tools.hash == hash {
 		e.stale = false
-		r.mu.Unlock()
+		e.mu.Unlock()
 		return nil
 	}
 	var old []hub.Tool
 	if e.tools != nil {
 		old = e.tools.tools
 	}
-	r.releaseLocked(e.tools)
-	e.tools = r.internLocked(hash, tools)
+	r.release(e.tools)
+	e.tools = r.intern(hash, tools)
 	e.stale, e.failed = false, ""
-	r.mu.Unlock()
+	e.mu.Unlock()
 	e.saveMu.Lock()
 	err := r.store.SaveTools(ctx, id, hash, tools)
 	e.saveMu.Unlock()
@@ -121,19 +115,17 @@ func (r *Registry) ApplyTools(ctx context.Context, id, hash string, tools []hub.
 
 // ApplyThing adds or replaces one IoT thing (descriptor and state).
 func (r *Registry) ApplyThing(ctx context.Context, id string, t hub.Thing) error {
-	r.mu.Lock()
-	e, ok := r.devices[id]
-	if !ok {
-		r.mu.Unlock()
+	e := r.entryLocked(id)
+	if e == nil {
 		return notFound(id)
 	}
 	if cur := e.things[t.Name]; cur != nil && reflect.DeepEqual(*cur, t) {
-		r.mu.Unlock()
+		e.mu.Unlock()
 		return nil
 	}
 	c := iot.Clone(t)
 	e.things[t.Name] = &c
-	r.mu.Unlock()
+	e.mu.Unlock()
 	e.saveMu.Lock()
 	err := r.store.SaveThing(ctx, id, t)
 	e.saveMu.Unlock()
@@ -166,12 +158,11 @@ func (r *Registry) ForwardIoT(ctx context.Context, id string, cmds []hub.IoTComm
 }
 
 func (r *Registry) localConn(id string) (Conn, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.devices[id]
-	if !ok {
+	e := r.entryLocked(id)
+	if e == nil {
 		return nil, notFound(id)
 	}
+	defer e.mu.Unlock()
 	if e.link == nil || e.node != "" {
 		return nil, offline(id, e.dev.Transport)
 	}

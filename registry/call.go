@@ -94,15 +94,13 @@ func (r *Registry) callTool(ctx context.Context, req CallRequest) (hub.CallResul
 	if err != nil {
 		return hub.CallResult{}, "", err
 	}
-	r.mu.RLock()
-	e, ok := r.devices[req.DeviceID]
-	if !ok {
-		r.mu.RUnlock()
+	e := r.entryLocked(req.DeviceID)
+	if e == nil {
 		return hub.CallResult{}, "", notFound(req.DeviceID)
 	}
 	tool, known := e.tools.lookup(req.Tool)
 	link, transport, home := e.link, e.dev.Transport, e.dev.Home
-	r.mu.RUnlock()
+	e.mu.Unlock()
 	if !known {
 		return hub.CallResult{}, home, &hub.Error{Code: hub.ENOTFOUND, Err: ErrUnknownTool,
 			Message: fmt.Sprintf("device %q has no tool %q", req.DeviceID, req.Tool)}
@@ -194,15 +192,13 @@ func (r *Registry) SendIoTCommands(ctx context.Context, deviceID string, cmds []
 
 // sendIoT sends the commands and returns the device's home.
 func (r *Registry) sendIoT(ctx context.Context, deviceID string, cmds []hub.IoTCommand) (string, error) {
-	r.mu.RLock()
-	e, ok := r.devices[deviceID]
-	if !ok {
-		r.mu.RUnlock()
+	e := r.entryLocked(deviceID)
+	if e == nil {
 		return "", notFound(deviceID)
 	}
 	err := iot.ValidateCommands(e.things, cmds)
 	link, transport, home := e.link, e.dev.Transport, e.dev.Home
-	r.mu.RUnlock()
+	e.mu.Unlock()
 	if err != nil {
 		return home, err
 	}
@@ -313,10 +309,12 @@ func (r *Registry) sees(p *hub.Principal, id string) bool {
 	if p == nil || p.Admin {
 		return true
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.devices[id]
-	return !ok || p.Sees(e.dev.Home)
+	e := r.entryLocked(id)
+	if e == nil {
+		return true
+	}
+	defer e.mu.Unlock()
+	return p.Sees(e.dev.Home)
 }
 
 // by records in rec who asked.

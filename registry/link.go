@@ -53,17 +53,13 @@ type Link struct {
 // at once, marked stale until SetTools.
 func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	now := r.opts.Now()
-	r.mu.Lock()
-	e, ok := r.devices[info.DeviceID]
-	if !ok {
-		e = &entry{dev: hub.Device{ID: info.DeviceID, FirstSeen: now, Aliases: []string{}}, things: map[string]*hub.Thing{}}
-		r.devices[info.DeviceID] = e
-	}
+	e, _ := r.lockedEntry(info.DeviceID, hub.Device{ID: info.DeviceID, FirstSeen: now, Aliases: []string{}})
 	old := e.link
 	l := &Link{r: r, e: e, id: info.DeviceID, conn: c}
 	e.link = l
+	e.linked.Store(true)
 	if old == nil {
-		r.online++
+		r.online.Add(1)
 	}
 	e.node = info.Node
 	if info.Node == "" {
@@ -77,7 +73,7 @@ func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	}
 	e.dev.Transport = info.Transport
 	view := r.viewLocked(e)
-	r.mu.Unlock()
+	e.mu.Unlock()
 	if r.opts.Presence != nil {
 		r.opts.Presence(info.DeviceID, true, info.Node)
 	}
@@ -103,15 +99,17 @@ func (l *Link) Save(ctx context.Context) error { return l.saveDevice(ctx) }
 // Registry.Close write whatever is still queued.
 func (l *Link) SaveLater() { l.saveLater() }
 
-// live reports whether l is still the device's current connection (a newer
-// connection, or a delete, makes an old link's reports moot).
-func (l *Link) liveLocked() bool { return l.e.link == l && l.r.devices[l.id] == l.e }
+// liveLocked reports whether l is still the device's current connection (a
+// newer connection, or a delete, makes an old link's reports moot); l.e.mu
+// is held.
+func (l *Link) liveLocked() bool { return l.e.link == l && !l.e.gone }
 
 // supersededLocked reports whether a newer connection or a delete has
 // replaced l. A link whose device merely went offline is not superseded:
-// what the device said before hanging up is still the newest news.
+// what the device said before hanging up is still the newest news. l.e.mu
+// is held.
 func (l *Link) supersededLocked() bool {
-	return l.r.devices[l.id] != l.e || (l.e.link != nil && l.e.link != l)
+	return l.e.gone || (l.e.link != nil && l.e.link != l)
 }
 
 // writeNow runs one store write for the device, serialised with its other
@@ -121,9 +119,9 @@ func (l *Link) supersededLocked() bool {
 func (l *Link) writeNow(op func() error) error {
 	l.e.saveMu.Lock()
 	defer l.e.saveMu.Unlock()
-	l.r.mu.RLock()
-	gone := l.r.devices[l.id] != l.e
-	l.r.mu.RUnlock()
+	l.e.mu.Lock()
+	gone := l.e.gone
+	l.e.mu.Unlock()
 	if gone {
 		return nil
 	}
@@ -136,9 +134,9 @@ func (l *Link) saveDevice(ctx context.Context) error {
 
 // storeDevice writes the device row; call it through write or writeNow.
 func (l *Link) storeDevice(ctx context.Context) error {
-	l.r.mu.RLock()
+	l.e.mu.Lock()
 	d := l.e.dev // the newest state, taken under saveMu
-	l.r.mu.RUnlock()
+	l.e.mu.Unlock()
 	if err := l.r.store.SaveDevice(ctx, d); err != nil {
 		return fmt.Errorf("save device %s: %w", l.id, err)
 	}
@@ -149,9 +147,9 @@ func (l *Link) storeDevice(ctx context.Context) error {
 // in memory at once, in the store in the background (SaveLater), so that
 // discovery goes on to tools/list without waiting for a commit.
 func (l *Link) SetServerInfo(board, firmware string) {
-	l.r.mu.Lock()
+	l.e.mu.Lock()
 	l.e.dev.Board, l.e.dev.Firmware = board, firmware
-	l.r.mu.Unlock()
+	l.e.mu.Unlock()
 	l.saveLater()
 }
 
@@ -199,23 +197,24 @@ func (l *Link) applyTools(tools []hub.Tool) *toolsUpdate {
 	r := l.r
 	hash := r.hashes.hash(tools)
 	tools = r.prepare(tools)
-	r.mu.Lock()
+	e := l.e
+	e.mu.Lock()
 	if l.supersededLocked() {
-		r.mu.Unlock()
+		e.mu.Unlock()
 		return nil
 	}
 	var old []hub.Tool
-	if l.e.tools != nil {
-		old = l.e.tools.tools
+	if e.tools != nil {
+		old = e.tools.tools
 	}
-	same := l.e.tools != nil && l.e.tools.hash == hash
-	l.e.failed = ""
+	same := e.tools != nil && e.tools.hash == hash
+	e.failed = ""
 	if !same {
-		r.releaseLocked(l.e.tools)
-		l.e.tools = r.internLocked(hash, tools)
+		r.release(e.tools)
+		e.tools = r.intern(hash, tools)
 	}
-	l.e.stale = false
-	r.mu.Unlock()
+	e.stale = false
+	e.mu.Unlock()
 	if same {
 		return nil
 	}
@@ -269,8 +268,8 @@ func (l *Link) SetPartialToolsLater(tools []hub.Tool) (change hub.ToolChange, ap
 
 // hasTools reports whether the device has a tool list that is not empty.
 func (l *Link) hasTools() bool {
-	l.r.mu.RLock()
-	defer l.r.mu.RUnlock()
+	l.e.mu.Lock()
+	defer l.e.mu.Unlock()
 	return l.e.tools != nil && len(l.e.tools.tools) > 0
 }
 
@@ -295,11 +294,11 @@ func (l *Link) ToolsFailed(f DiscoveryFailure) {
 		msg += "; gave up until the device reconnects or reports a tool change"
 		data["gaveUp"] = true
 	}
-	l.r.mu.Lock()
+	l.e.mu.Lock()
 	if l.liveLocked() {
 		l.e.failed = msg
 	}
-	l.r.mu.Unlock()
+	l.e.mu.Unlock()
 	data["message"] = msg
 	l.r.publish(hub.EventToolsError, l.id, data)
 }
@@ -310,7 +309,7 @@ func (l *Link) DescribeThings(ctx context.Context, descs []hub.Thing) error {
 	r := l.r
 	saved := make([]hub.Thing, 0, len(descs))
 	now := r.opts.Now()
-	r.mu.Lock()
+	l.e.mu.Lock()
 	for _, d := range descs {
 		t := iot.Describe(d, l.e.things[d.Name])
 		if early := l.e.early.Take(t.Name); early != nil {
@@ -319,7 +318,7 @@ func (l *Link) DescribeThings(ctx context.Context, descs []hub.Thing) error {
 		l.e.things[t.Name] = &t
 		saved = append(saved, iot.Clone(t))
 	}
-	r.mu.Unlock()
+	l.e.mu.Unlock()
 	var errs []error
 	for _, t := range saved {
 		if err := l.write(func() error { return r.store.SaveThing(ctx, l.id, t) }); err != nil {
@@ -348,7 +347,7 @@ func (l *Link) ReportStates(ctx context.Context, states []ThingState) error {
 	}
 	var out []changed
 	var dropped []string
-	r.mu.Lock()
+	l.e.mu.Lock()
 	for _, s := range states {
 		t := l.e.things[s.Name]
 		if t == nil {
@@ -361,7 +360,7 @@ func (l *Link) ReportStates(ctx context.Context, states []ThingState) error {
 			out = append(out, changed{iot.Clone(*t), fields})
 		}
 	}
-	r.mu.Unlock()
+	l.e.mu.Unlock()
 	var errs []error
 	for _, c := range out {
 		if err := l.write(func() error { return r.store.SaveThing(ctx, l.id, c.thing) }); err != nil {
@@ -400,19 +399,20 @@ func (l *Link) Event(typ string, data any) {
 // over already.
 func (l *Link) Disconnect(ctx context.Context, reason string) {
 	r := l.r
-	r.mu.Lock()
+	l.e.mu.Lock()
 	if !l.liveLocked() {
-		r.mu.Unlock()
+		l.e.mu.Unlock()
 		return
 	}
 	l.e.link = nil
-	r.online--
+	l.e.linked.Store(false)
+	r.online.Add(-1)
 	node := l.e.node
 	l.e.node = ""
 	if node == "" {
 		l.e.dev.LastSeen = r.opts.Now()
 	}
-	r.mu.Unlock()
+	l.e.mu.Unlock()
 	if r.opts.Presence != nil {
 		r.opts.Presence(l.id, false, node)
 	}

@@ -19,7 +19,7 @@ import (
 
 // unusedLocked reports whether e holds nothing worth keeping: it is offline
 // (on every node), has never had a tool list or an IoT thing, and nothing
-// was given to it by a person.
+// was given to it by a person. e.mu is held.
 func unusedLocked(e *entry) bool {
 	d := &e.dev
 	return e.link == nil && e.tools == nil && len(e.things) == 0 &&
@@ -39,14 +39,12 @@ func lastSeen(d hub.Device) time.Time {
 // room, aliases or voice given by a person. Whether they have history
 // (call records, voice turns) is for ForgetUnused to check.
 func (r *Registry) Unused() []hub.Device {
-	r.mu.RLock()
 	var out []hub.Device
-	for _, e := range r.devices {
+	r.devices.eachLocked(true, func(e *entry) {
 		if unusedLocked(e) {
 			out = append(out, e.dev)
 		}
-	}
-	r.mu.RUnlock()
+	})
 	slices.SortFunc(out, func(a, b hub.Device) int {
 		return cmp.Or(lastSeen(a).Compare(lastSeen(b)), cmp.Compare(a.ID, b.ID))
 	})
@@ -54,16 +52,15 @@ func (r *Registry) Unused() []hub.Device {
 }
 
 // UnusedCount is len(Unused()) without copying or sorting: what the path
-// of a new device checks before it looks further.
+// of a new device checks before it looks further (in a connect storm,
+// each new device counts the others, connected: those are not locked).
 func (r *Registry) UnusedCount() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
 	n := 0
-	for _, e := range r.devices {
+	r.devices.eachLocked(true, func(e *entry) {
 		if unusedLocked(e) {
 			n++
 		}
-	}
+	})
 	return n
 }
 
@@ -73,10 +70,12 @@ func (r *Registry) UnusedCount() int {
 // it is housekeeping, not a person saying that the device is not theirs;
 // a forgotten device that comes back is registered afresh.
 func (r *Registry) ForgetUnused(ctx context.Context, id string) (bool, error) {
-	r.mu.RLock()
-	e, ok := r.devices[id]
-	unused := ok && unusedLocked(e)
-	r.mu.RUnlock()
+	e := r.entryLocked(id)
+	if e == nil {
+		return false, nil
+	}
+	unused := unusedLocked(e)
+	e.mu.Unlock()
 	if !unused {
 		return false, nil
 	}
@@ -91,23 +90,20 @@ func (r *Registry) ForgetUnused(ctx context.Context, id string) (bool, error) {
 	// the entry is checked again under it.
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
-	r.mu.RLock()
-	unused = r.devices[id] == e && unusedLocked(e)
-	r.mu.RUnlock()
+	e.mu.Lock()
+	unused = !e.gone && unusedLocked(e)
+	e.mu.Unlock()
 	if !unused {
 		return false, nil
 	}
 	if err := r.store.DeleteDevice(ctx, id); err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
 		return false, fmt.Errorf("forget device %s: %w", id, err)
 	}
-	r.mu.Lock()
+	e.mu.Lock()
 	// A device that connected while its row was deleted stays: its
 	// queued writes (waiting for saveMu) store it again.
-	gone := r.devices[id] == e && unusedLocked(e)
-	if gone {
-		delete(r.devices, id)
-	}
-	r.mu.Unlock()
+	gone := unusedLocked(e) && r.devices.removeLocked(id, e)
+	e.mu.Unlock()
 	if gone { // an unused device has no home (unusedLocked)
 		r.publish(hub.EventDeviceDeleted, id, map[string]string{"reason": "unused"})
 	}

@@ -23,8 +23,8 @@ func TestForgetUnusedKeepsWhatIsWorthKeeping(t *testing.T) {
 	h.Connect(t, "aa:00:00:00:00:01").Disconnect()
 	h.Connect(t, "aa:00:00:00:00:02", hub.Tool{Name: "self.light.on", InputSchema: []byte(`{"type":"object"}`)}).Disconnect()
 	online := h.Connect(t, "aa:00:00:00:00:03")
-	if got := h.Reg.Unused(); len(got) != 1 || got[0].ID != "aa:00:00:00:00:01" {
-		t.Fatalf("unused: %v", got)
+	if got := h.Reg.Unused(); len(got) != 1 || got[0].ID != "aa:00:00:00:00:01" || h.Reg.UnusedCount() != 1 {
+		t.Fatalf("unused: %v, counted %d", got, h.Reg.UnusedCount())
 	}
 	for _, id := range []string{"aa:00:00:00:00:02", "aa:00:00:00:00:03"} {
 		if gone, err := h.Reg.ForgetUnused(ctx, id); gone || err != nil {
@@ -38,6 +38,9 @@ func TestForgetUnusedKeepsWhatIsWorthKeeping(t *testing.T) {
 		t.Fatalf("the forgotten device is still there: %v", err)
 	}
 	online.Disconnect()
+	if got := h.Reg.Unused(); len(got) != 1 || got[0].ID != "aa:00:00:00:00:03" || h.Reg.UnusedCount() != 1 {
+		t.Fatalf("unused once the last device left: %v, counted %d", got, h.Reg.UnusedCount())
+	}
 }
 
 // A device that connects while its record is being forgotten stays, in

@@ -62,22 +62,27 @@ type Registry struct {
 	onDelete []func(ctx context.Context, id string) error
 	bg       bgWrites // devices' background writes
 
-	mu       sync.RWMutex
-	devices  map[string]*entry
-	toolsets map[string]*toolset // by hash, shared between devices
-	online   int
+	devices *deviceMap   // every known device (devicemap.go: the lock order)
+	online  atomic.Int64 // devices with a link
+
+	tsMu     sync.Mutex
+	toolsets map[string]*toolset // by hash, shared between devices; under tsMu
 }
 
-// entry is one device. Fields are guarded by Registry.mu, except budget
-// (its own lock) and saveMu, which serialises writes of the device row so that an older snapshot never
-// overwrites a newer one.
+// entry is one device. Its fields are guarded by mu, except linked
+// (atomic), budget (its own lock), writes (its own lock) and saveMu,
+// which serialises the device's store writes so that an older snapshot
+// never overwrites a newer one.
 type entry struct {
+	mu     sync.Mutex
+	gone   bool       // taken out of the registry (deleted, forgotten): a new entry stands for the device
 	dev    hub.Device // persisted fields plus LastSeen etc.
 	tools  *toolset   // nil until a tool list is known
 	stale  bool
 	things map[string]*hub.Thing
-	link   *Link  // the live connection, nil when offline
-	node   string // with link: the cluster node holding the connection, "" for this hub
+	link   *Link       // the live connection, nil when offline
+	linked atomic.Bool // link != nil, set with it under mu; read without mu to skip connected devices (eachLocked)
+	node   string      // with link: the cluster node holding the connection, "" for this hub
 	saveMu sync.Mutex
 	failed string      // why discovery failed on the current connection
 	early  iot.Early   // IoT states that came before their thing's descriptor
@@ -106,7 +111,7 @@ func New(store Store, opts Options) *Registry {
 		log:      opts.Logger,
 		val:      schema.New(),
 		bus:      newBroker(),
-		devices:  map[string]*entry{},
+		devices:  newDeviceMap(),
 		toolsets: map[string]*toolset{},
 	}
 	r.rec = newRecorder(store, opts.Logger, opts.Metrics)
@@ -136,34 +141,30 @@ func (r *Registry) Load(ctx context.Context) error {
 		snaps[i].Tools = r.prepare(s.Tools)
 		prepared[s.ToolsHash] = snaps[i].Tools
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, s := range snaps {
-		e := &entry{dev: s.Device, things: map[string]*hub.Thing{}}
+		e := newEntry(s.Device)
 		if s.ToolsHash != "" {
-			e.tools = r.internLocked(s.ToolsHash, s.Tools)
+			e.tools = r.intern(s.ToolsHash, s.Tools)
 		}
 		for i := range s.Things {
 			t := s.Things[i]
 			e.things[t.Name] = &t
 		}
-		r.devices[s.Device.ID] = e
+		r.devices.add(s.Device.ID, e)
 	}
-	r.log.Debug("registry loaded", "devices", len(snaps), "toolsets", len(r.toolsets))
+	r.log.Debug("registry loaded", "devices", len(snaps))
 	return nil
 }
 
 // Close closes every live connection and ends event subscriptions. It does
 // not close the Store, whose Close flushes the records still queued.
 func (r *Registry) Close() {
-	r.mu.RLock()
 	var links []*Link
-	for _, e := range r.devices {
+	r.devices.eachLocked(false, func(e *entry) {
 		if e.link != nil {
 			links = append(links, e.link)
 		}
-	}
-	r.mu.RUnlock()
+	})
 	for _, l := range links {
 		l.conn.Close("hub shutting down")
 	}
@@ -179,12 +180,8 @@ func (r *Registry) EndSubscriptions() { r.bus.close() }
 
 // Devices returns every known device, sorted by room, name and id.
 func (r *Registry) Devices() []hub.Device {
-	r.mu.RLock()
-	out := make([]hub.Device, 0, len(r.devices))
-	for _, e := range r.devices {
-		out = append(out, r.viewLocked(e))
-	}
-	r.mu.RUnlock()
+	out := make([]hub.Device, 0, r.KnownCount())
+	r.devices.eachLocked(false, func(e *entry) { out = append(out, r.viewLocked(e)) })
 	sortDevices(out)
 	return out
 }
@@ -203,14 +200,12 @@ func (r *Registry) DevicesOf(p *hub.Principal) []hub.Device {
 	if p == nil || p.Admin {
 		return r.Devices()
 	}
-	r.mu.RLock()
 	out := make([]hub.Device, 0, 16)
-	for _, e := range r.devices {
+	r.devices.eachLocked(false, func(e *entry) {
 		if p.Sees(e.dev.Home) {
 			out = append(out, r.viewLocked(e))
 		}
-	}
-	r.mu.RUnlock()
+	})
 	sortDevices(out)
 	return out
 }
@@ -227,39 +222,29 @@ func (r *Registry) DeviceAs(p *hub.Principal, id string) (hub.Device, error) {
 
 // Device returns one device, or an ENOTFOUND error.
 func (r *Registry) Device(id string) (hub.Device, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.devices[id]
-	if !ok {
+	e := r.entryLocked(id)
+	if e == nil {
 		return hub.Device{}, notFound(id)
 	}
+	defer e.mu.Unlock()
 	return r.viewLocked(e), nil
 }
 
 // KnownCount is how many devices the hub knows, online or not.
-func (r *Registry) KnownCount() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.devices)
-}
+func (r *Registry) KnownCount() int { return int(r.devices.count.Load()) }
 
 // OnlineCount returns how many devices are connected.
-func (r *Registry) OnlineCount() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.online
-}
+func (r *Registry) OnlineCount() int { return int(r.online.Load()) }
 
 // Tools returns a device's cached tools and whether the cache is stale (the
 // device reconnected and its list is being fetched again). The slice is
 // shared: callers must not modify it.
 func (r *Registry) Tools(id string) (tools []hub.Tool, stale bool, err error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.devices[id]
-	if !ok {
+	e := r.entryLocked(id)
+	if e == nil {
 		return nil, false, notFound(id)
 	}
+	defer e.mu.Unlock()
 	if e.tools == nil {
 		return []hub.Tool{}, e.stale, nil
 	}
@@ -268,12 +253,11 @@ func (r *Registry) Tools(id string) (tools []hub.Tool, stale bool, err error) {
 
 // Things returns a device's IoT things with their current state, by name.
 func (r *Registry) Things(id string) ([]hub.Thing, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.devices[id]
-	if !ok {
+	e := r.entryLocked(id)
+	if e == nil {
 		return nil, notFound(id)
 	}
+	defer e.mu.Unlock()
 	out := make([]hub.Thing, 0, len(e.things))
 	for _, t := range e.things {
 		out = append(out, iot.Clone(*t))
@@ -287,10 +271,8 @@ func (r *Registry) UpdateDevice(ctx context.Context, id string, p hub.DevicePatc
 	if err := validatePatch(p); err != nil {
 		return hub.Device{}, err
 	}
-	r.mu.RLock()
-	e, ok := r.devices[id]
-	r.mu.RUnlock()
-	if !ok {
+	e := r.devices.get(id)
+	if e == nil {
 		return hub.Device{}, notFound(id)
 	}
 	return r.update(ctx, e, id, p)
@@ -302,36 +284,31 @@ func (r *Registry) Register(ctx context.Context, id string, p hub.DevicePatch) (
 	if err := validatePatch(p); err != nil {
 		return hub.Device{}, err
 	}
-	r.mu.Lock()
-	e, ok := r.devices[id]
-	if !ok {
-		e = &entry{dev: hub.Device{ID: id, FirstSeen: r.opts.Now(), Aliases: []string{}}, things: map[string]*hub.Thing{}}
-		r.devices[id] = e
-	}
-	r.mu.Unlock()
-	if !ok && p == (hub.DevicePatch{}) {
+	e, created := r.lockedEntry(id, hub.Device{ID: id, FirstSeen: r.opts.Now(), Aliases: []string{}})
+	e.mu.Unlock()
+	if created && p == (hub.DevicePatch{}) {
 		p.Name = new(string) // write the new device even with nothing to change
 	}
 	d, err := r.update(ctx, e, id, p)
-	if err != nil && !ok {
-		r.mu.Lock()
-		if r.devices[id] == e && e.link == nil {
-			delete(r.devices, id)
+	if err != nil && created {
+		e.mu.Lock()
+		if e.link == nil {
+			r.devices.removeLocked(id, e)
 		}
-		r.mu.Unlock()
+		e.mu.Unlock()
 	}
 	return d, err
 }
 
 func (r *Registry) update(ctx context.Context, e *entry, id string, p hub.DevicePatch) (hub.Device, error) {
 	if p == (hub.DevicePatch{}) {
-		r.mu.RLock()
-		defer r.mu.RUnlock()
+		e.mu.Lock()
+		defer e.mu.Unlock()
 		return r.viewLocked(e), nil
 	}
-	r.mu.RLock()
+	e.mu.Lock()
 	before := e.dev.Home
-	r.mu.RUnlock()
+	e.mu.Unlock()
 	view, err := r.mutate(ctx, e, func(d *hub.Device) { applyPatch(d, p) })
 	if err != nil {
 		return hub.Device{}, err
@@ -346,10 +323,8 @@ func (r *Registry) update(ctx context.Context, e *entry, id string, p hub.Device
 // its OTA check (board, chip, network…). An unknown device is ENOTFOUND: the
 // OTA endpoint does not create devices.
 func (r *Registry) SetSystemInfo(ctx context.Context, id string, info json.RawMessage) error {
-	r.mu.RLock()
-	e, ok := r.devices[id]
-	r.mu.RUnlock()
-	if !ok {
+	e := r.devices.get(id)
+	if e == nil {
 		return notFound(id)
 	}
 	_, err := r.mutate(ctx, e, func(d *hub.Device) { d.SystemInfo = info })
@@ -361,17 +336,17 @@ func (r *Registry) SetSystemInfo(ctx context.Context, id string, info json.RawMe
 func (r *Registry) mutate(ctx context.Context, e *entry, change func(*hub.Device)) (hub.Device, error) {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
-	r.mu.RLock()
+	e.mu.Lock()
 	d := e.dev
-	r.mu.RUnlock()
+	e.mu.Unlock()
 	change(&d)
 	if err := r.store.SaveDevice(ctx, d); err != nil {
 		return hub.Device{}, fmt.Errorf("save device %s: %w", d.ID, err)
 	}
-	r.mu.Lock()
+	e.mu.Lock()
 	change(&e.dev)
 	view := r.viewLocked(e)
-	r.mu.Unlock()
+	e.mu.Unlock()
 	return view, nil
 }
 
@@ -403,12 +378,11 @@ func (r *Registry) OnDelete(f func(ctx context.Context, id string) error) {
 // Disconnect closes a device's live connection, telling it why; it reports
 // whether the device was connected. The device stays known.
 func (r *Registry) Disconnect(id, reason string) bool {
-	r.mu.RLock()
 	var link *Link
-	if e, ok := r.devices[id]; ok {
+	if e := r.entryLocked(id); e != nil {
 		link = e.link
+		e.mu.Unlock()
 	}
-	r.mu.RUnlock()
 	if link == nil {
 		return false
 	}
@@ -445,10 +419,8 @@ func (r *Registry) ApplyDelete(ctx context.Context, id string) error {
 // deleteDevice forgets id; record says whether this node records the
 // event (see publish and echo).
 func (r *Registry) deleteDevice(ctx context.Context, id string, record bool) error {
-	r.mu.RLock()
-	e, ok := r.devices[id]
-	r.mu.RUnlock()
-	if !ok {
+	e := r.devices.get(id)
+	if e == nil {
 		return notFound(id)
 	}
 	for _, f := range r.onDelete {
@@ -463,17 +435,19 @@ func (r *Registry) deleteDevice(ctx context.Context, id string, record bool) err
 		e.saveMu.Unlock()
 		return fmt.Errorf("delete device %s: %w", id, err)
 	}
-	r.mu.Lock()
-	if r.devices[id] == e {
-		delete(r.devices, id)
+	e.mu.Lock()
+	var tools *toolset // the reference to drop, once
+	if r.devices.removeLocked(id, e) {
+		tools = e.tools
 	}
-	r.releaseLocked(e.tools)
 	link, node, home := e.link, e.node, e.dev.Home
 	if link != nil {
 		e.link, e.node = nil, ""
-		r.online--
+		e.linked.Store(false)
+		r.online.Add(-1)
 	}
-	r.mu.Unlock()
+	e.mu.Unlock()
+	r.release(tools)
 	e.saveMu.Unlock()
 	if link != nil {
 		if r.opts.Presence != nil {
@@ -507,7 +481,8 @@ func (r *Registry) Events(ctx context.Context, deviceID string, limit int) ([]hu
 	return r.store.Events(ctx, deviceID, limit)
 }
 
-// viewLocked returns the device with its derived fields filled in.
+// viewLocked returns the device with its derived fields filled in; e.mu
+// is held.
 func (r *Registry) viewLocked(e *entry) hub.Device {
 	d := e.dev
 	d.Aliases = slices.Clone(d.Aliases)
@@ -562,12 +537,12 @@ func (r *Registry) homeOf(id string) string {
 	if id == "" {
 		return ""
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if e, ok := r.devices[id]; ok {
-		return e.dev.Home
+	e := r.entryLocked(id)
+	if e == nil {
+		return ""
 	}
-	return ""
+	defer e.mu.Unlock()
+	return e.dev.Home
 }
 
 func notFound(id string) error {

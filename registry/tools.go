@@ -18,7 +18,7 @@ type toolset struct {
 	hash   string
 	tools  []hub.Tool
 	byName map[string]int
-	refs   int
+	refs   int // under Registry.tsMu
 }
 
 // HashTools returns the content hash of a tool list: equal lists (same
@@ -129,9 +129,11 @@ func compact(raw json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// internLocked returns the shared toolset for hash, creating it from tools,
-// and takes a reference to it. r.mu must be held for writing.
-func (r *Registry) internLocked(hash string, tools []hub.Tool) *toolset {
+// intern returns the shared toolset for hash, creating it from tools,
+// and takes a reference to it.
+func (r *Registry) intern(hash string, tools []hub.Tool) *toolset {
+	r.tsMu.Lock()
+	defer r.tsMu.Unlock()
 	ts, ok := r.toolsets[hash]
 	if !ok {
 		ts = &toolset{hash: hash, tools: tools, byName: make(map[string]int, len(tools))}
@@ -144,13 +146,15 @@ func (r *Registry) internLocked(hash string, tools []hub.Tool) *toolset {
 	return ts
 }
 
-// releaseLocked drops a reference taken by internLocked.
-func (r *Registry) releaseLocked(ts *toolset) {
+// release drops a reference taken by intern.
+func (r *Registry) release(ts *toolset) {
 	if ts == nil {
 		return
 	}
+	r.tsMu.Lock()
+	defer r.tsMu.Unlock()
 	ts.refs--
-	if ts.refs <= 0 {
+	if ts.refs <= 0 && r.toolsets[ts.hash] == ts {
 		delete(r.toolsets, ts.hash)
 	}
 }
