@@ -120,3 +120,28 @@ func reportBatches(b *testing.B, s *store.Store, ops int64) {
 		b.ReportMetric(float64(ops)/float64(st.Batches), "ops/txn")
 	}
 }
+
+// BenchmarkTurnReads is what a spoken turn reads (persona.Service.Prompt):
+// the device's persona, its home's, and its memory.
+func BenchmarkTurnReads(b *testing.B) {
+	s := openStore(b, tempDB(b), store.Options{})
+	ctx := context.Background()
+	if err := s.SavePersona(ctx, "home", "h1", hub.Persona{Name: "Xiaozhi", Role: "a friendly assistant", Updated: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.SaveMemory(ctx, hub.Memory{Device: "dev-1", Text: "likes jazz", Updated: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Persona(ctx, "device", "dev-1"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Persona(ctx, "home", "h1"); err != nil {
+			b.Fatal(err)
+		}
+		if m, err := s.Memory(ctx, "dev-1"); err != nil || m.Text == "" {
+			b.Fatal(m, err)
+		}
+	}
+}

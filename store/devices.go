@@ -213,7 +213,7 @@ func (s *Store) SaveThing(ctx context.Context, deviceID string, t hub.Thing) err
 // turn.
 func (s *Store) HasHistory(ctx context.Context, deviceID string) (bool, error) {
 	var one int
-	err := s.read.QueryRowContext(ctx, `SELECT 1 WHERE EXISTS (SELECT 1 FROM calls WHERE device_id = ?1)
+	err := s.readRow(ctx, `SELECT 1 WHERE EXISTS (SELECT 1 FROM calls WHERE device_id = ?1)
 		OR EXISTS (SELECT 1 FROM peer_calls WHERE device_id = ?1)
 		OR EXISTS (SELECT 1 FROM events WHERE device_id = ?1 AND type = ?2)`, deviceID, hub.EventVoiceTurn).Scan(&one)
 	switch {

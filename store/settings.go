@@ -108,7 +108,7 @@ func (s *Store) SaveHomeSettings(ctx context.Context, home string, set []hub.Sto
 func (s *Store) Persona(ctx context.Context, scope, id string) (hub.Persona, error) {
 	var data string
 	var updated sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT persona, updated FROM personas WHERE scope = ? AND id = ?`, scope, id).Scan(&data, &updated)
+	err := s.readRow(ctx, `SELECT persona, updated FROM personas WHERE scope = ? AND id = ?`, scope, id).Scan(&data, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return hub.Persona{}, nil
 	}
@@ -147,7 +147,7 @@ func (s *Store) SavePersona(ctx context.Context, scope, id string, p hub.Persona
 func (s *Store) Memory(ctx context.Context, device string) (hub.Memory, error) {
 	m := hub.Memory{Device: device}
 	var updated sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT text, updated FROM memories WHERE device = ?`, device).Scan(&m.Text, &updated)
+	err := s.readRow(ctx, `SELECT text, updated FROM memories WHERE device = ?`, device).Scan(&m.Text, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, nil
 	}

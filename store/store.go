@@ -67,6 +67,8 @@ type Store struct {
 	ckpt  *sql.Conn // the checkpointer's connection; nil for ":memory:"
 	read  *sql.DB   // pool of query_only connections
 	stmts map[string]*sql.Stmt
+	// readStmts are the read pool's prepared point reads (read.go), by query.
+	readStmts sync.Map
 	// evCounts are the rows of the events table (eventcap.go); writer only.
 	evCounts *eventCounts
 
@@ -218,6 +220,7 @@ func (s *Store) Close() error {
 func (s *Store) closeDBs() error {
 	var errs []error
 	if s.read != nil {
+		errs = append(errs, s.closeReadStmts()...)
 		errs = append(errs, s.read.Close())
 	}
 	for _, st := range s.stmts {

@@ -35,7 +35,7 @@ func (s *Store) LoadTrust(ctx context.Context) ([]hub.Trust, error) {
 // Trust returns one device's trust record with its system info, or an
 // ENOTFOUND error.
 func (s *Store) Trust(ctx context.Context, deviceID string) (hub.Trust, error) {
-	row := s.read.QueryRowContext(ctx, `SELECT `+trustCols+`, system_info FROM device_trust WHERE device_id = ?`, deviceID)
+	row := s.readRow(ctx, `SELECT `+trustCols+`, system_info FROM device_trust WHERE device_id = ?`, deviceID)
 	t, err := scanTrust(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return hub.Trust{}, hub.Errorf(hub.ENOTFOUND, "the hub has no trust record for device %q (it never made an OTA check here)", deviceID)
