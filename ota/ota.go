@@ -145,6 +145,12 @@ type Service struct {
 
 	pruneMu   sync.Mutex // one pruning pass at a time (prune.go)
 	lastSweep time.Time  // of the pass that removed expired records
+	// unusedAtMost bounds the unused devices (prune.go, pruneLocked): the
+	// count at countedAt plus the new devices since; counts is how many
+	// times they were counted. Under pruneMu.
+	unusedAtMost int
+	countedAt    time.Time
+	counts       int
 
 	adminMu sync.Mutex // serialises approvals, revocations and bindings
 

@@ -36,6 +36,12 @@ type trustDeleter interface {
 // records past UnusedDeviceExpiry (checking the count is cheaper).
 const sweepEvery = time.Minute
 
+// recountEvery is how long a count of the unused devices stands for the
+// path of new devices (pruneLocked). Devices that were connected when it
+// was made, and that leave without having done anything useful, are not in
+// it: for that long the bound may be passed by them.
+const recountEvery = time.Second
+
 // undecided reports whether t holds nothing a person decided or would
 // miss: what the hub binds at a first connection, or notes at a check.
 func undecided(t Trust) bool {
@@ -96,10 +102,24 @@ func (s *Service) pruneLocked(ctx context.Context, sweep bool) (int, error) {
 	if reg == nil || !ok {
 		return 0, nil
 	}
-	if !sweep && reg.UnusedCount() <= s.opts.MaxUnusedDevices {
-		return 0, nil // nothing expires now, and the count is within bounds
-	}
 	now := s.opts.Now()
+	if !sweep {
+		// Counting reads every device: in a storm of new devices each
+		// would count all the others. Each new device adds at most one
+		// unused device, so while the count last made plus the new
+		// devices since stays within bounds, and it was made less than
+		// recountEvery ago, nothing need be counted.
+		if s.unusedAtMost <= s.opts.MaxUnusedDevices && now.Sub(s.countedAt) < recountEvery {
+			s.unusedAtMost++
+			return 0, nil
+		}
+		n := reg.UnusedCount()
+		s.counts++
+		s.unusedAtMost, s.countedAt = n+1, now
+		if n <= s.opts.MaxUnusedDevices {
+			return 0, nil // nothing expires now, and the count is within bounds
+		}
+	}
 	cutoff := now.Add(-s.opts.UnusedDeviceExpiry)
 	unused := reg.Unused() // the one seen longest ago first
 	s.mu.RLock()
@@ -156,6 +176,7 @@ func (s *Service) pruneLocked(ctx context.Context, sweep bool) (int, error) {
 	if sweep {
 		s.lastSweep = now
 	}
+	s.countedAt = time.Time{} // pruned or swept: the next new device counts afresh
 	if removed > 0 {
 		s.log.Info("forgot devices that never did anything useful", "devices", removed, "unused", left,
 			"max", s.opts.MaxUnusedDevices)

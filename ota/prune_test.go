@@ -2,6 +2,7 @@ package ota
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -146,5 +147,28 @@ func TestUnusedDevicesAreBoundedInNumber(t *testing.T) {
 	}
 	if len(trusted) != len(want) {
 		t.Fatalf("trust records %v; want those of %v", trusted, want)
+	}
+}
+
+// A storm of new devices within bounds does not count the unused devices
+// once per device (each count reads every device: a storm of n devices
+// would read n² of them), and the bound still holds when the storm comes
+// all at once: each arrival beyond it makes room first.
+func TestNewDevicesCountUnusedOnesRarely(t *testing.T) {
+	s, h, _ := pruneHub(t, 1000)
+	for i := range 200 {
+		login(t, s, h, fmt.Sprintf("cc:00:00:00:%02x:%02x", i/256, i%256)).Disconnect()
+	}
+	if s.counts > 1 {
+		t.Fatalf("200 new devices within a second, 200 unused of at most 1000: counted %d times; want once", s.counts)
+	}
+	s, h, _ = pruneHub(t, 3)
+	for i := range 8 {
+		login(t, s, h, "bb:00:00:00:01:0"+string(rune('0'+i))).Disconnect()
+	}
+	registered, _, _ := deviceIDs(t, h)
+	want := []string{"bb:00:00:00:01:04", "bb:00:00:00:01:05", "bb:00:00:00:01:06", "bb:00:00:00:01:07"}
+	if !slices.Equal(registered, want) {
+		t.Fatalf("8 unused devices arriving at once with at most 3: registered %v; want %v", registered, want)
 	}
 }
