@@ -134,7 +134,7 @@ func newEntry(d hub.Device) *entry {
 // not returned: the device's next entry is.
 func (r *Registry) lockedEntry(id string, d hub.Device) (e *entry, created bool) {
 	for {
-		e = r.devices.get(id)
+		e, created = r.devices.get(id), false
 		if e == nil {
 			e, created = r.devices.add(id, newEntry(d))
 		}
