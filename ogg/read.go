@@ -85,13 +85,11 @@ func Read(b []byte) (*Stream, error) {
 			if open {
 				continue
 			}
-			if err := s.packet(n, packet); err != nil {
+			d, err := s.packet(n, packet)
+			if err != nil {
 				return nil, err
 			}
-			if n >= 2 {
-				d, _ := OpusSamples(packet)
-				samples += int64(d)
-			}
+			samples += int64(d)
 			n++
 			packet, ended = nil, true
 		}
@@ -119,30 +117,33 @@ func Read(b []byte) (*Stream, error) {
 	return s, nil
 }
 
-// packet takes the stream's packet number i.
-func (s *Stream) packet(i int, p []byte) error {
+// packet takes the stream's packet number i and returns its duration in
+// 48 kHz samples (0 for the headers).
+func (s *Stream) packet(i int, p []byte) (int, error) {
 	switch i {
 	case 0:
 		if len(p) < 19 || !bytes.Equal(p[:8], []byte("OpusHead")) || p[8]>>4 != 0 {
-			return errors.New("ogg: the first packet is not an OpusHead")
+			return 0, errors.New("ogg: the first packet is not an OpusHead")
 		}
 		s.Channels, s.PreSkip = int(p[9]), int(binary.LittleEndian.Uint16(p[10:]))
 		s.InputRate = int(binary.LittleEndian.Uint32(p[12:]))
 		if s.Channels < 1 || p[18] != 0 && p[18] != 1 {
-			return errors.New("ogg: an OpusHead with no channels or an unknown channel mapping")
+			return 0, errors.New("ogg: an OpusHead with no channels or an unknown channel mapping")
 		}
 		if p[18] == 0 && s.Channels > 2 {
-			return errors.New("ogg: an OpusHead of mapping family 0 with more than two channels")
+			return 0, errors.New("ogg: an OpusHead of mapping family 0 with more than two channels")
 		}
+		return 0, nil
 	case 1:
 		if len(p) < 16 || !bytes.Equal(p[:8], []byte("OpusTags")) {
-			return errors.New("ogg: the second packet is not an OpusTags")
+			return 0, errors.New("ogg: the second packet is not an OpusTags")
 		}
-	default:
-		if _, err := OpusSamples(p); err != nil {
-			return fmt.Errorf("ogg: audio packet %d: %w", i-2, err)
-		}
-		s.Packets = append(s.Packets, p)
+		return 0, nil
 	}
-	return nil
+	d, err := OpusSamples(p)
+	if err != nil {
+		return 0, fmt.Errorf("ogg: audio packet %d: %w", i-2, err)
+	}
+	s.Packets = append(s.Packets, p)
+	return d, nil
 }
