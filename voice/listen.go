@@ -88,28 +88,27 @@ func (c *Conversation) hear(packet []byte) (interrupted *turn) {
 	if c.mode == "manual" || c.vad == nil {
 		// Everything heard is the utterance: the recognizer decides at
 		// its first frame whether it is heard as packets or as PCM.
-		u := c.utt
 		var parts Parts
-		if u == nil {
+		asPackets := c.utt != nil && c.utt.packets != nil
+		if c.utt == nil {
 			parts = c.e.parts(c.deviceID)
+			asPackets = takesOpus(parts.Recognizer)
 		}
-		if u != nil && u.packets != nil || u == nil && takesOpus(parts.Recognizer) {
+		var pcm []int16
+		if asPackets {
 			if _, err := ogg.OpusSamples(packet); err != nil {
 				c.BadAudio.Add(1)
 				return nil
 			}
-			if u == nil {
-				c.startUtterance(now, parts, true)
-			}
+		} else if pcm = c.decode(packet); pcm == nil {
+			return nil
+		}
+		if c.utt == nil {
+			c.startUtterance(now, parts, asPackets)
+		}
+		if asPackets {
 			c.pushPacket(packet)
 		} else {
-			pcm := c.decode(packet)
-			if pcm == nil {
-				return nil
-			}
-			if u == nil {
-				c.startUtterance(now, parts, false)
-			}
 			c.push(pcm)
 		}
 	} else {
