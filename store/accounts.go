@@ -117,7 +117,7 @@ func (s *Store) SaveHome(ctx context.Context, h hub.Home) error {
 // DeleteHome removes a home with its own settings (keys included) and its
 // persona, in one transaction; its devices keep its id until moved.
 func (s *Store) DeleteHome(ctx context.Context, id string) error {
-	err := s.write(ctx, func(w *wtx) error {
+	err := s.writeAnd(ctx, func(w *wtx) error {
 		for _, q := range []string{
 			`DELETE FROM homes WHERE id = ?`,
 			`DELETE FROM home_settings WHERE home = ?`,
@@ -128,7 +128,7 @@ func (s *Store) DeleteHome(ctx context.Context, id string) error {
 			}
 		}
 		return nil
-	})
+	}, func() { s.personas.forget(personaKey("home", id)) })
 	if err != nil {
 		return fmt.Errorf("delete home %s: %w", id, err)
 	}
@@ -156,10 +156,15 @@ func (s *Store) DeleteToken(ctx context.Context, id string) error {
 
 // execWrite runs one statement in a write transaction.
 func (s *Store) execWrite(ctx context.Context, what, q string, args ...any) error {
-	err := s.write(ctx, func(w *wtx) error {
+	return s.execWriteAnd(ctx, nil, what, q, args...)
+}
+
+// execWriteAnd is execWrite with writeAnd's after.
+func (s *Store) execWriteAnd(ctx context.Context, after func(), what, q string, args ...any) error {
+	err := s.writeAnd(ctx, func(w *wtx) error {
 		_, err := w.exec(q, args...)
 		return err
-	})
+	}, after)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -106,6 +106,13 @@ func (s *Store) SaveHomeSettings(ctx context.Context, home string, set []hub.Sto
 // Persona returns the persona stored for a device or a home (scope
 // "device" or "home"); a zero Persona when none is.
 func (s *Store) Persona(ctx context.Context, scope, id string) (hub.Persona, error) {
+	return s.personas.get(personaKey(scope, id), func() (hub.Persona, error) { return s.loadPersona(ctx, scope, id) })
+}
+
+// personaKey names a persona's row in the cache.
+func personaKey(scope, id string) string { return scope + "\x00" + id }
+
+func (s *Store) loadPersona(ctx context.Context, scope, id string) (hub.Persona, error) {
 	var data string
 	var updated sql.NullInt64
 	err := s.readRow(ctx, `SELECT persona, updated FROM personas WHERE scope = ? AND id = ?`, scope, id).Scan(&data, &updated)
@@ -126,10 +133,11 @@ func (s *Store) Persona(ctx context.Context, scope, id string) (hub.Persona, err
 // SavePersona stores the persona of a device or a home; an empty one is
 // removed.
 func (s *Store) SavePersona(ctx context.Context, scope, id string, p hub.Persona) error {
+	forget := func() { s.personas.forget(personaKey(scope, id)) }
 	updated := p.Updated
 	p.Updated = time.Time{}
 	if p == (hub.Persona{}) {
-		return s.execWrite(ctx, "delete persona", `DELETE FROM personas WHERE scope = ? AND id = ?`, scope, id)
+		return s.execWriteAnd(ctx, forget, "delete persona", `DELETE FROM personas WHERE scope = ? AND id = ?`, scope, id)
 	}
 	data, err := json.Marshal(p)
 	if err != nil {
@@ -139,12 +147,16 @@ func (s *Store) SavePersona(ctx context.Context, scope, id string, p hub.Persona
 	if err != nil {
 		return err
 	}
-	return s.execWrite(ctx, "save persona", `INSERT OR REPLACE INTO personas (scope, id, persona, updated) VALUES (?, ?, ?, ?)`, scope, id, string(data), at)
+	return s.execWriteAnd(ctx, forget, "save persona", `INSERT OR REPLACE INTO personas (scope, id, persona, updated) VALUES (?, ?, ?, ?)`, scope, id, string(data), at)
 }
 
 // Memory returns what is remembered of a device's conversations (a zero
 // Memory, with Device set, when nothing is).
 func (s *Store) Memory(ctx context.Context, device string) (hub.Memory, error) {
+	return s.memories.get(device, func() (hub.Memory, error) { return s.loadMemory(ctx, device) })
+}
+
+func (s *Store) loadMemory(ctx context.Context, device string) (hub.Memory, error) {
 	m := hub.Memory{Device: device}
 	var updated sql.NullInt64
 	err := s.readRow(ctx, `SELECT text, updated FROM memories WHERE device = ?`, device).Scan(&m.Text, &updated)
@@ -160,14 +172,15 @@ func (s *Store) Memory(ctx context.Context, device string) (hub.Memory, error) {
 
 // SaveMemory stores a device's memory; an empty text removes it.
 func (s *Store) SaveMemory(ctx context.Context, m hub.Memory) error {
+	forget := func() { s.memories.forget(m.Device) }
 	if m.Text == "" {
-		return s.execWrite(ctx, "delete memory", `DELETE FROM memories WHERE device = ?`, m.Device)
+		return s.execWriteAnd(ctx, forget, "delete memory", `DELETE FROM memories WHERE device = ?`, m.Device)
 	}
 	at, err := timeArg(m.Updated)
 	if err != nil {
 		return err
 	}
-	return s.execWrite(ctx, "save memory", `INSERT OR REPLACE INTO memories (device, text, updated) VALUES (?, ?, ?)`, m.Device, m.Text, at)
+	return s.execWriteAnd(ctx, forget, "save memory", `INSERT OR REPLACE INTO memories (device, text, updated) VALUES (?, ?, ?)`, m.Device, m.Text, at)
 }
 
 // Personas returns every stored persona, by scope ("device", "home") and

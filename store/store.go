@@ -69,6 +69,9 @@ type Store struct {
 	stmts map[string]*sql.Stmt
 	// readStmts are the read pool's prepared point reads (read.go), by query.
 	readStmts sync.Map
+	// personas and memories are read at every spoken turn (cache.go).
+	personas rowCache[hub.Persona]
+	memories rowCache[hub.Memory]
 	// evCounts are the rows of the events table (eventcap.go); writer only.
 	evCounts *eventCounts
 

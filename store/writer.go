@@ -26,10 +26,16 @@ type op struct {
 	done chan error // buffered: receives exactly one result (fn operations)
 	// finish, for log operations, receives the result instead of done.
 	finish func(error)
+	// after, if set, runs once the operation is over (committed, failed or
+	// dropped), before its result is handed over: see writeAnd.
+	after func()
 }
 
 // complete hands o its result.
 func (o *op) complete(err error) {
+	if o.after != nil {
+		o.after()
+	}
 	switch {
 	case o.log == nil:
 		o.done <- err
@@ -86,10 +92,18 @@ func (s *Store) stmt(query string) (*sql.Stmt, error) {
 // to it is skipped; once started it runs to completion with its batch (a few
 // microseconds), so a caller that gave up may still find its write applied.
 func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
+	return s.writeAnd(ctx, fn, nil)
+}
+
+// writeAnd is write with after run by the writer once the operation is
+// over, even when the caller stopped waiting for it (ctx ended): the caches
+// (cache.go) forget a row only once the file holds what replaces it. after
+// does not run for an operation that was never queued.
+func (s *Store) writeAnd(ctx context.Context, fn func(w *wtx) error, after func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1), after: after}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
