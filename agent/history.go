@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"container/list"
 	"slices"
 	"sync"
 	"time"
@@ -8,21 +9,26 @@ import (
 
 // sessions keeps conversation history per session id: at most max
 // sessions (the least recently used is dropped), each forgotten after ttl
-// without use, each holding at most maxMsgs messages.
+// without use, each holding at most maxMsgs messages. A turn's get costs
+// the same with ten sessions or ten thousand: the sessions are in order of
+// use, so the expired and the least recently used are at the back.
 type sessions struct {
 	max, maxMsgs int
 	ttl          time.Duration
 	now          func() time.Time
 
-	mu sync.Mutex
-	m  map[string]*session
+	mu  sync.Mutex
+	m   map[string]*session
+	lru list.List // of *session, the most recently used first
 }
 
 type session struct {
 	mu       sync.Mutex // held for the length of a run
 	owner    *sessions
-	msgs     []Message // guarded by owner.mu
-	lastUsed time.Time // guarded by owner.mu
+	id       string
+	msgs     []Message     // guarded by owner.mu
+	lastUsed time.Time     // guarded by owner.mu
+	elem     *list.Element // in owner.lru; guarded by owner.mu
 }
 
 func newSessions(max, maxMsgs int, ttl time.Duration, now func() time.Time) *sessions {
@@ -34,27 +40,30 @@ func (ss *sessions) get(id string) *session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	now := ss.now()
-	for k, s := range ss.m {
-		if now.Sub(s.lastUsed) > ss.ttl {
-			delete(ss.m, k)
-		}
+	for e := ss.lru.Back(); e != nil && now.Sub(e.Value.(*session).lastUsed) > ss.ttl; e = ss.lru.Back() {
+		ss.dropLocked(e)
 	}
 	s, ok := ss.m[id]
 	if !ok {
-		if len(ss.m) >= ss.max {
-			var oldest string
-			for k, o := range ss.m {
-				if oldest == "" || o.lastUsed.Before(ss.m[oldest].lastUsed) {
-					oldest = k
-				}
-			}
-			delete(ss.m, oldest)
+		if len(ss.m) >= ss.max && ss.lru.Len() > 0 {
+			ss.dropLocked(ss.lru.Back())
 		}
-		s = &session{owner: ss}
+		s = &session{owner: ss, id: id}
+		s.elem = ss.lru.PushFront(s)
 		ss.m[id] = s
 	}
-	s.lastUsed = now
+	s.usedLocked(now)
 	return s
+}
+
+func (ss *sessions) dropLocked(e *list.Element) {
+	delete(ss.m, ss.lru.Remove(e).(*session).id)
+}
+
+// usedLocked marks s used at now (a no-op on the order once s is dropped).
+func (s *session) usedLocked(now time.Time) {
+	s.lastUsed = now
+	s.owner.lru.MoveToFront(s.elem)
 }
 
 func (s *session) history() []Message {
@@ -80,7 +89,7 @@ func (s *session) save(msgs []Message) {
 	s.owner.mu.Lock()
 	defer s.owner.mu.Unlock()
 	s.msgs = trim(msgs, s.owner.maxMsgs)
-	s.lastUsed = s.owner.now()
+	s.usedLocked(s.owner.now())
 }
 
 // consistent drops a trailing assistant turn whose tool calls have no
