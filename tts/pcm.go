@@ -16,6 +16,9 @@ type pcmJoin struct {
 // samples returns the whole samples so far (nil when none), valid until
 // the next call: its slice is reused.
 func (p *pcmJoin) samples(data []byte) []int16 {
+	if n := len(data)/2 + 1; cap(p.out) < n {
+		p.out = make([]int16, 0, n) // once a stream, not doubling up to it
+	}
 	p.out = p.out[:0]
 	if p.hasOdd && len(data) > 0 {
 		p.out = append(p.out, int16(uint16(p.odd)|uint16(data[0])<<8))
