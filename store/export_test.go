@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // WithBeforeBatch returns o with a hook the writer goroutine runs after it
@@ -46,4 +47,10 @@ func (s *Store) LimitPages(ctx context.Context) error {
 		_, err := w.exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
 		return err
 	})
+}
+
+// WithEventLinger returns o with events' transactions held open for d.
+func WithEventLinger(o Options, d time.Duration) Options {
+	o.eventLinger = d
+	return o
 }

@@ -23,8 +23,13 @@ var ErrQueueFull = errors.New("store write queue is full")
 // call done, and returns ErrQueueFull or ErrClosed: the caller counts the
 // records as lost instead of waiting. This is the one queue of the hub's
 // call records and events (the registry has none of its own).
+//
+// Events without call records are committed within eventLinger (50 ms):
+// their transaction waits that long for others, so that events logged one
+// at a time share a commit. A call record's caller may wait for it (done):
+// it is committed at once, with the events gathered so far.
 func (s *Store) Log(calls []hub.CallRecord, events []hub.Event, done func(error)) error {
-	return s.queueLog(&logRows{calls: calls}, events, done)
+	return s.queueLog(&logRows{calls: calls}, events, done, len(calls) == 0)
 }
 
 // LogCopied is Log for another node's records, copied from message seq of
@@ -35,7 +40,7 @@ func (s *Store) LogCopied(stream string, seq uint64, calls []hub.CallRecord, eve
 	if stream == "" || seq == 0 {
 		return fmt.Errorf("log copied records: no stream position (%q, %d)", stream, seq)
 	}
-	return s.queueLog(&logRows{calls: calls, stream: stream, seq: seq}, events, done)
+	return s.queueLog(&logRows{calls: calls, stream: stream, seq: seq}, events, done, false)
 }
 
 // HistoryCopied returns the newest message of stream whose records are
@@ -52,13 +57,13 @@ func (s *Store) HistoryCopied(ctx context.Context, stream string) (uint64, error
 	return seq, nil
 }
 
-func (s *Store) queueLog(rows *logRows, events []hub.Event, done func(error)) error {
+func (s *Store) queueLog(rows *logRows, events []hub.Event, done func(error), lazy bool) error {
 	var err error
 	rows.events, err = encodeEvents(events) // off the single writer
 	if err != nil {
 		return err
 	}
-	o := &op{ctx: context.Background(), log: rows, finish: done}
+	o := &op{ctx: context.Background(), log: rows, finish: done, lazy: lazy}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xiaozhi-hub/hub"
 	"github.com/xiaozhi-hub/hub/store"
@@ -85,5 +87,72 @@ func TestLogBatchesInOrder(t *testing.T) {
 	}
 	if err := s.Log(nil, []hub.Event{{Type: "x"}}, func(error) { t.Error("done called for a refused record") }); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Log after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Events logged one at a time, as devices that talk spread out over time
+// log them, share a commit; a write somebody waits for (a call record, a
+// device) is not held up by them, nor is Close. The linger is an hour
+// here: any of those waiting for it would time the test out.
+func TestEventsShareACommit(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, tempDB(t), store.WithEventLinger(store.Options{}, time.Hour))
+	logged := make(chan error, 10)
+	logEvent := func(i int) {
+		t.Helper()
+		e := hub.Event{Type: hub.EventDeviceMessage, DeviceID: "d1", Data: map[string]int{"i": i}}
+		if err := s.Log(nil, []hub.Event{e}, func(err error) { logged <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		logEvent(i)
+		if i == 0 {
+			for s.QueueLen() > 0 { // the writer has taken the first and waits for more
+				runtime.Gosched()
+			}
+		}
+	}
+	select {
+	case err := <-logged:
+		t.Fatalf("an event was committed (%v) while its transaction should be waiting for more", err)
+	default:
+	}
+	// A call record's caller waits for its commit: it ends the linger.
+	callDone := make(chan error, 1)
+	c := hub.CallRecord{ID: 1, DeviceID: "d1", Kind: "mcp", Tool: "t", Outcome: hub.OutcomeOK}
+	if err := s.Log([]hub.CallRecord{c}, nil, func(err error) { callDone <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-callDone; err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := <-logged; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Batches != 1 {
+		t.Errorf("%d transactions for 5 events and a call record, want 1", st.Batches)
+	}
+	if evs, err := s.Events(ctx, "d1", 10); err != nil || len(evs) != 5 {
+		t.Fatalf("%d events stored, %v", len(evs), err)
+	}
+
+	// A write through write() (a device) ends it as well.
+	logEvent(5)
+	if err := s.SaveDevice(ctx, hub.Device{ID: "d2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-logged; err != nil {
+		t.Fatal(err)
+	}
+	// And Close commits what is lingering rather than waiting.
+	logEvent(6)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-logged; err != nil {
+		t.Fatalf("the event lingering at Close: %v", err)
 	}
 }

@@ -43,6 +43,8 @@ type Options struct {
 	// beforeBatch, if set, runs in the writer goroutine after it has taken the
 	// first operation of a batch and before it drains the rest (tests only).
 	beforeBatch func()
+	// eventLinger: eventLinger unless a test sets another.
+	eventLinger time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -54,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxDeviceEvents <= 0 {
 		o.MaxDeviceEvents = 1000
+	}
+	if o.eventLinger <= 0 {
+		o.eventLinger = eventLinger
 	}
 	return o
 }
