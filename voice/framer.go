@@ -21,7 +21,10 @@ func newFramer(inRate int, down protocol.AudioParams) *framer {
 	if inRate <= 0 {
 		inRate = down.SampleRate
 	}
-	return &framer{in: inRate, out: down.SampleRate, size: down.SampleRate * down.FrameDuration / 1000}
+	size := down.SampleRate * down.FrameDuration / 1000
+	// Room for a frame's leftover and a chunk of speech as providers send
+	// it (4,096 samples over HTTP), so that push does not grow it by steps.
+	return &framer{in: inRate, out: down.SampleRate, size: size, buf: make([]int16, 0, size+4096)}
 }
 
 // push adds a chunk and returns the complete frames, which are valid
@@ -75,13 +78,14 @@ func (f *framer) resample(pcm []int16) {
 	f.prev = pcm[len(pcm)-1]
 }
 
-// flush returns the last, partial frame padded with silence, or nil.
+// flush returns the last, partial frame padded with silence, or nil; it
+// shares the framer's buffer, as push's frames do.
 func (f *framer) flush() []int16 {
 	if len(f.buf) == f.off {
 		return nil
 	}
-	fr := make([]int16, f.size)
-	copy(fr, f.buf[f.off:])
-	f.buf, f.off = f.buf[:0], 0
+	fr := append(f.buf[:0], f.buf[f.off:]...) // to the front, then padded
+	fr = append(fr, make([]int16, f.size-len(fr))...)
+	f.buf, f.off = fr[:0], 0
 	return fr
 }
