@@ -28,6 +28,15 @@ type wsConn struct {
 	ready   *readiness // the wait before a long-lived read (nil: none)
 
 	wmu sync.Mutex // one frame at a time, whole
+	// bound is the context of the writes whose caller set no deadline (an
+	// answer's audio, frame after frame): one for many writes, renewed
+	// once it has less than half of maxWrite left, so each such write is
+	// bounded by 5 to 10 s. A context a write would otherwise be given,
+	// with its timer, is most of what a spoken turn allocates for its 23
+	// writes. Guarded by wmu.
+	bound    context.Context
+	unbind   context.CancelFunc
+	boundEnd time.Time
 }
 
 var (
@@ -85,25 +94,37 @@ const maxWrite = 10 * time.Second
 // write sends one message. The WebSocket library closes the whole
 // connection when a write's context ends mid-write, so a turn that is
 // aborted (its context cancelled) would take the device's connection with
-// it: a write that starts is given the caller's deadline (or maxWrite)
-// but not its cancellation, and a write whose context has already ended
-// does not start. The library keeps the last write's context until the
-// next write, for as long as the device stays silent: it gets a context
-// of its own, not one that holds on to the caller's (a discovery
-// request's, a turn's).
+// it: a write that starts is given the caller's deadline (or about
+// maxWrite: bound) but not its cancellation, and a write whose context has
+// already ended does not start. The library keeps the last write's
+// context until the next write, for as long as the device stays silent:
+// it gets a context of its own, not one that holds on to the caller's (a
+// discovery request's, a turn's).
 func (w *wsConn) write(ctx context.Context, typ websocket.MessageType, data []byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(maxWrite)
+	if deadline, ok := ctx.Deadline(); ok {
+		wctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		return w.c.Write(wctx, typ, data)
 	}
-	wctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	return w.c.Write(wctx, typ, data)
+	return w.c.Write(w.boundLocked(), typ, data)
+}
+
+// boundLocked returns bound, renewed if it has less than maxWrite/2 left.
+func (w *wsConn) boundLocked() context.Context {
+	now := time.Now()
+	if w.bound == nil || w.boundEnd.Sub(now) < maxWrite/2 {
+		if w.unbind != nil {
+			w.unbind()
+		}
+		w.boundEnd = now.Add(maxWrite)
+		w.bound, w.unbind = context.WithDeadline(context.Background(), w.boundEnd)
+	}
+	return w.bound
 }
 
 func (w *wsConn) Close(code CloseCode, reason string) {
