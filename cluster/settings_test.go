@@ -113,3 +113,44 @@ func TestSettingsAndMemoriesAreShared(t *testing.T) {
 		t.Fatalf("c brought tts-voice %q back to a", v)
 	}
 }
+
+// A device deleted on one node takes its persona and memory with it on
+// every node, and from the shared state: a node that joins later does not
+// bring them back.
+func TestDeletedDeviceTakesItsPersonaAndMemoryEverywhere(t *testing.T) {
+	e := startNATS(t)
+	ctx := context.Background()
+	const dev = "aa:00:00:00:c6:02"
+	now := time.Now().UTC()
+	a, b := join(t, e, "a"), join(t, e, "b")
+	sharedA, _ := serveSettings(t, a)
+	serveSettings(t, b)
+	if _, err := a.reg.Register(ctx, dev, hub.DevicePatch{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sharedA.SavePersona(ctx, "device", dev, hub.Persona{Name: "Jarvis", Updated: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sharedA.SaveMemory(ctx, hub.Memory{Device: dev, Text: "My PIN is 1234.", Updated: now}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the device, its persona and memory on b", func() bool {
+		p, _ := b.st.Persona(ctx, "device", dev)
+		_, err := b.reg.Device(dev)
+		return err == nil && p.Name == "Jarvis" && memoryOf(t, b.st, dev) != ""
+	})
+	if err := b.reg.DeleteDevice(ctx, dev); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*member{a, b} {
+		eventually(t, m.node.Name()+" to forget the persona and memory", func() bool {
+			p, _ := m.st.Persona(ctx, "device", dev)
+			return p == (hub.Persona{}) && memoryOf(t, m.st, dev) == ""
+		})
+	}
+	c := join(t, e, "c")
+	serveSettings(t, c)
+	if p, _ := c.st.Persona(ctx, "device", dev); p != (hub.Persona{}) || memoryOf(t, c.st, dev) != "" {
+		t.Fatalf("a node that joined after the deletion has %+v, %q", p, memoryOf(t, c.st, dev))
+	}
+}

@@ -293,6 +293,8 @@ func (n *Node) putTools(ctx context.Context, id, hash string, tools []hub.Tool) 
 	return n.put(ctx, toolsKey(id), []byte(hash))
 }
 
+// deleteDevice removes a device's keys from the shared state: the device,
+// its tools and things, its own persona and its memory.
 func (n *Node) deleteDevice(ctx context.Context, id string) error {
 	k := deviceKey(id)
 	n.mu.Lock()
@@ -301,7 +303,7 @@ func (n *Node) deleteDevice(ctx context.Context, id string) error {
 	if ok && cur.deleted {
 		return nil // the deletion came from the bucket
 	}
-	keys := []string{k, toolsKey(id)}
+	keys := []string{k, toolsKey(id), personaKey("device", id), memoryKey(id)}
 	lister, err := n.state.ListKeysFiltered(ctx, thingsPrefix(id)+">")
 	if err == nil {
 		for tk := range lister.Keys() {

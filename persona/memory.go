@@ -124,7 +124,8 @@ func (s *Service) remember(ctx context.Context, deviceID string, said []exchange
 		fmt.Fprintf(&b, "Person: %s\nAssistant: %s\n", e.heard, e.answer)
 	}
 	// Written as the device's voice, so that the model is its home's.
-	if d, err := s.opts.Devices.DeviceAs(hub.Admin, deviceID); err == nil {
+	d, derr := s.opts.Devices.DeviceAs(hub.Admin, deviceID)
+	if derr == nil {
 		ctx = hub.WithPrincipal(ctx, hub.DevicePrincipal(deviceID, d.Home))
 	}
 	resp, err := s.opts.Model.Chat(ctx, agent.Request{
@@ -135,10 +136,17 @@ func (s *Service) remember(ctx context.Context, deviceID string, said []exchange
 		return err
 	}
 	m := hub.Memory{Device: deviceID, Text: cut(strings.TrimSpace(resp.Text), s.opts.MaxMemory), Updated: s.opts.Now().UTC()}
-	// A person who cleared the memory meanwhile does not get it back.
+	// A person who cleared the memory meanwhile does not get it back. Nor
+	// does a device deleted meanwhile (its memory went with it), even if
+	// registered again since, or one moved to another home: the people
+	// there were not in the conversation.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !uncleared() {
+		return nil
+	}
+	if now, err := s.opts.Devices.DeviceAs(hub.Admin, deviceID); derr == nil &&
+		(err != nil || !now.FirstSeen.Equal(d.FirstSeen) || now.Home != d.Home) {
 		return nil
 	}
 	if err := s.opts.Store.SaveMemory(ctx, m); err != nil {

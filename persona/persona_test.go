@@ -241,3 +241,53 @@ func TestClearWhileWriting(t *testing.T) {
 		t.Fatalf("the memory after clearing is %q", got)
 	}
 }
+
+// A deleted device takes its persona and memory with it: the same id
+// registered again (the device reset and given to someone else) starts
+// with neither, and a memory being written when it was deleted is not
+// stored.
+func TestDeletedDeviceForgetsItsPersonaAndMemory(t *testing.T) {
+	w := newWorld(t, 0)
+	w.m.done = make(chan string, 1)
+	ctx := context.Background()
+	if _, err := w.svc.SetDevicePersona(ctx, w.alice, devA, hub.Persona{Name: "Jarvis"}); err != nil {
+		t.Fatal(err)
+	}
+	w.svc.Heard(devA, "My PIN is 1234.", "Noted.")
+	w.svc.Ended(devA)
+	if got := <-w.m.done; got != "My PIN is 1234." {
+		t.Fatalf("memory %q", got)
+	}
+	if prompt, p := w.svc.Prompt(ctx, devA, w.homeA, ""); p.Name != "Jarvis" || !strings.Contains(prompt, "1234") {
+		t.Fatalf("before the deletion: %+v, %q", p, prompt)
+	}
+
+	w.m.asked, w.m.gate = make(chan struct{}, 2), make(chan struct{})
+	w.svc.Heard(devA, "And my dog is Rex.", "Nice.")
+	w.svc.Ended(devA)
+	<-w.m.asked // the memory is being written
+	if err := w.reg.DeleteDevice(ctx, devA); err != nil {
+		t.Fatal(err)
+	}
+	home := w.homeB
+	if _, err := w.reg.Register(ctx, devA, hub.DevicePatch{Home: &home}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := w.svc.Memory(ctx, w.carol, devA); err != nil || m.Text != "" {
+		t.Fatalf("the device registered again remembers %+v, %v", m, err)
+	}
+	if v, err := w.svc.DevicePersona(ctx, w.carol, devA); err != nil || v.Own.Name != "" {
+		t.Fatalf("the device registered again has the persona %+v, %v", v.Own, err)
+	}
+	// The new owner's first conversation, ended while the old one's memory
+	// is still being written, starts a memory of its own.
+	w.svc.Heard(devA, "Hello.", "Hi.")
+	w.svc.Ended(devA)
+	close(w.m.gate)
+	if got := <-w.m.done; got != "Hello." {
+		t.Fatalf("the new owner's memory is %q", got)
+	}
+	if prompt, _ := w.svc.Prompt(ctx, devA, w.homeB, ""); strings.Contains(prompt, "1234") || strings.Contains(prompt, "Rex") {
+		t.Fatalf("the new owner's prompt holds the old one's memory: %q", prompt)
+	}
+}

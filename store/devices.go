@@ -63,10 +63,15 @@ func deviceArgs(d hub.Device) ([]any, error) {
 		d.ProtocolVersion, rawArg(d.Features), d.MCP, rawArg(d.SystemInfo), first, last, d.Voice, d.Home}, nil
 }
 
-// DeleteDevice removes a device with its tool list pointer, things, calls and
-// events. The tool list itself goes too unless another device shares it.
+// DeleteDevice removes a device with its tool list pointer, things, calls,
+// events, its own persona and its memory. The tool list itself goes too
+// unless another device shares it.
 func (s *Store) DeleteDevice(ctx context.Context, id string) error {
-	err := s.write(ctx, func(w *wtx) error {
+	forget := func() {
+		s.personas.forget(personaKey("device", id))
+		s.memories.forget(id)
+	}
+	err := s.writeAnd(ctx, func(w *wtx) error {
 		var hash sql.NullString
 		err := w.scan(`SELECT tools_hash FROM devices WHERE id = ?`, []any{id}, &hash)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -79,6 +84,8 @@ func (s *Store) DeleteDevice(ctx context.Context, id string) error {
 			`DELETE FROM things WHERE device_id = ?`,
 			`DELETE FROM calls WHERE device_id = ?`,
 			`DELETE FROM events WHERE device_id = ?`,
+			`DELETE FROM personas WHERE scope = 'device' AND id = ?`,
+			`DELETE FROM memories WHERE device = ?`, // what was said there goes with it
 			`DELETE FROM devices WHERE id = ?`,
 		} {
 			if _, err := w.exec(q, id); err != nil {
@@ -87,7 +94,7 @@ func (s *Store) DeleteDevice(ctx context.Context, id string) error {
 		}
 		s.forgetEventCounts()
 		return collectToolSet(w, hash)
-	})
+	}, forget)
 	var he *hub.Error
 	if errors.As(err, &he) && he.Code == hub.ENOTFOUND {
 		return err

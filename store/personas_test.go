@@ -128,3 +128,44 @@ func TestPersonaReadsRacingWrites(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// A deleted device's persona and memory go with it (read before, so that
+// the rows were kept in memory too); its home's persona stays.
+func TestDeletedDeviceTakesItsPersonaAndMemory(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, tempDB(t), store.Options{})
+	at := time.Unix(1_790_000_000, 0).UTC()
+	if err := s.SaveDevice(ctx, hub.Device{ID: "d1", Home: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ scope, id string }{{"device", "d1"}, {"home", "h1"}} {
+		if err := s.SavePersona(ctx, p.scope, p.id, hub.Persona{Name: "Jarvis", Updated: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SaveMemory(ctx, hub.Memory{Device: "d1", Text: "My PIN is 1234.", Updated: at}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.Persona(ctx, "device", "d1"); p.Name != "Jarvis" {
+		t.Fatalf("persona before: %+v", p)
+	}
+	if m, _ := s.Memory(ctx, "d1"); m.Text == "" {
+		t.Fatalf("memory before: %+v", m)
+	}
+	if err := s.DeleteDevice(ctx, "d1"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Persona(ctx, "device", "d1"); err != nil || p != (hub.Persona{}) {
+		t.Fatalf("the deleted device's persona: %+v, %v", p, err)
+	}
+	if m, err := s.Memory(ctx, "d1"); err != nil || m.Text != "" {
+		t.Fatalf("the deleted device's memory: %+v, %v", m, err)
+	}
+	if p, _ := s.Persona(ctx, "home", "h1"); p.Name != "Jarvis" {
+		t.Fatalf("the home's persona went with its device: %+v", p)
+	}
+	all, err := s.Memories(ctx)
+	if err != nil || len(all) != 0 {
+		t.Fatalf("memories stored: %+v, %v", all, err)
+	}
+}
