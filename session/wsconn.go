@@ -28,12 +28,14 @@ type wsConn struct {
 	ready   *readiness // the wait before a long-lived read (nil: none)
 
 	wmu sync.Mutex // one frame at a time, whole
-	// bound is the context of the writes whose caller set no deadline (an
-	// answer's audio, frame after frame): one for many writes, renewed
-	// once it has less than half of maxWrite left, so each such write is
-	// bounded by 5 to 10 s. A context a write would otherwise be given,
-	// with its timer, is most of what a spoken turn allocates for its 23
-	// writes. Guarded by wmu.
+	// bound is the context of an answer's audio frames when their caller
+	// set no deadline: one for the run of frames between two text
+	// messages, renewed once it has less than half of maxWrite left, so
+	// each frame's write is bounded by 5 to 10 s. A context a write would
+	// otherwise be given, with its timer, was most of what a spoken turn
+	// allocates for its 23 writes. A text message releases it (tts stop
+	// ends every answer), so that a device that is not being answered
+	// holds none. Guarded by wmu.
 	bound    context.Context
 	unbind   context.CancelFunc
 	boundEnd time.Time
@@ -106,25 +108,37 @@ func (w *wsConn) write(ctx context.Context, typ websocket.MessageType, data []by
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if deadline, ok := ctx.Deadline(); ok {
-		wctx, cancel := context.WithDeadline(context.Background(), deadline)
-		defer cancel()
-		return w.c.Write(wctx, typ, data)
+	deadline, ok := ctx.Deadline()
+	if !ok && typ == websocket.MessageBinary {
+		return w.c.Write(w.boundLocked(), typ, data)
 	}
-	return w.c.Write(w.boundLocked(), typ, data)
+	if typ == websocket.MessageText {
+		w.unbindLocked()
+	}
+	if !ok {
+		deadline = time.Now().Add(maxWrite)
+	}
+	wctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	return w.c.Write(wctx, typ, data)
 }
 
 // boundLocked returns bound, renewed if it has less than maxWrite/2 left.
 func (w *wsConn) boundLocked() context.Context {
 	now := time.Now()
 	if w.bound == nil || w.boundEnd.Sub(now) < maxWrite/2 {
-		if w.unbind != nil {
-			w.unbind()
-		}
+		w.unbindLocked()
 		w.boundEnd = now.Add(maxWrite)
 		w.bound, w.unbind = context.WithDeadline(context.Background(), w.boundEnd)
 	}
 	return w.bound
+}
+
+func (w *wsConn) unbindLocked() {
+	if w.unbind != nil {
+		w.unbind()
+		w.bound, w.unbind = nil, nil
+	}
 }
 
 func (w *wsConn) Close(code CloseCode, reason string) {

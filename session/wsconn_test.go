@@ -67,6 +67,15 @@ func TestWritesToADeviceThatStopsReadingEnd(t *testing.T) {
 		if err := <-read; err != nil {
 			t.Fatalf("the device's reads: %v", err)
 		}
+		// The answer ends with a text message (tts stop): the connection
+		// then holds no context for writes (an idle device's memory).
+		go dev.Read(ctx)
+		if err := w.WriteText(ctx, []byte(`{"type":"tts","state":"stop"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if w.bound != nil {
+			t.Fatal("the audio's write context is held after the answer ended")
+		}
 
 		start := time.Now()
 		err = w.WriteAudio(ctx, AudioFrame{Data: frame}) // nobody reads: it blocks, then ends
