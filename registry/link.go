@@ -56,12 +56,7 @@ func (r *Registry) Connect(info ConnectInfo, c Conn) *Link {
 	e, _ := r.lockedEntry(info.DeviceID, hub.Device{ID: info.DeviceID, FirstSeen: now, Aliases: []string{}})
 	old := e.link
 	l := &Link{r: r, e: e, id: info.DeviceID, conn: c}
-	e.link = l
-	e.linked.Store(true)
-	if old == nil {
-		r.online.Add(1)
-	}
-	e.node = info.Node
+	r.setLinkLocked(e, l, info.Node)
 	if info.Node == "" {
 		e.dev.ClientID = info.ClientID
 		e.dev.ProtocolVersion = info.ProtocolVersion
@@ -395,6 +390,20 @@ func (l *Link) Event(typ string, data any) {
 	l.r.publish(typ, l.id, data)
 }
 
+// setLinkLocked makes l (nil: none) e's live connection, held by node (""
+// for this hub), keeping linked and the online count with it; e.mu is
+// held.
+func (r *Registry) setLinkLocked(e *entry, l *Link, node string) {
+	switch {
+	case e.link == nil && l != nil:
+		r.online.Add(1)
+	case e.link != nil && l == nil:
+		r.online.Add(-1)
+	}
+	e.link, e.node = l, node
+	e.linked.Store(l != nil)
+}
+
 // Disconnect marks the device offline, unless a newer connection has taken
 // over already.
 func (l *Link) Disconnect(ctx context.Context, reason string) {
@@ -404,11 +413,8 @@ func (l *Link) Disconnect(ctx context.Context, reason string) {
 		l.e.mu.Unlock()
 		return
 	}
-	l.e.link = nil
-	l.e.linked.Store(false)
-	r.online.Add(-1)
 	node := l.e.node
-	l.e.node = ""
+	r.setLinkLocked(l.e, nil, "")
 	if node == "" {
 		l.e.dev.LastSeen = r.opts.Now()
 	}

@@ -81,7 +81,7 @@ type entry struct {
 	stale  bool
 	things map[string]*hub.Thing
 	link   *Link       // the live connection, nil when offline
-	linked atomic.Bool // link != nil, set with it under mu; read without mu to skip connected devices (eachLocked)
+	linked atomic.Bool // link != nil, set with it (setLinkLocked); read without mu to skip connected devices (eachLocked)
 	node   string      // with link: the cluster node holding the connection, "" for this hub
 	saveMu sync.Mutex
 	failed string      // why discovery failed on the current connection
@@ -441,11 +441,7 @@ func (r *Registry) deleteDevice(ctx context.Context, id string, record bool) err
 		tools = e.tools
 	}
 	link, node, home := e.link, e.node, e.dev.Home
-	if link != nil {
-		e.link, e.node = nil, ""
-		e.linked.Store(false)
-		r.online.Add(-1)
-	}
+	r.setLinkLocked(e, nil, "")
 	e.mu.Unlock()
 	r.release(tools)
 	e.saveMu.Unlock()
