@@ -119,7 +119,7 @@ func testASR(ctx context.Context, c *Current) error {
 	// Half a second of silence, as turns send it: the device's Opus when
 	// the recognizer takes it (asr-audio ogg-opus: a server that does not
 	// take Ogg fails here, not at the first turn), else PCM.
-	if o, ok := rec.(driver.OpusRecognizer); ok && o.TakesOpus() {
+	if driver.TakesOpus(rec) {
 		if w, ok := r.(driver.OpusWriter); ok {
 			for range 9 {
 				if err := w.WriteOpus(silence60); err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xiaozhi-hub/hub/ogg"
+	"github.com/xiaozhi-hub/hub/voice/driver"
 )
 
 // utterance is what a person says, from its first frame to the end of
@@ -92,7 +93,7 @@ func (c *Conversation) hear(packet []byte) (interrupted *turn) {
 		asPackets := c.utt != nil && c.utt.packets != nil
 		if c.utt == nil {
 			parts = c.e.parts(c.deviceID)
-			asPackets = takesOpus(parts.Recognizer)
+			asPackets = driver.TakesOpus(parts.Recognizer)
 		}
 		var pcm []int16
 		if asPackets {
@@ -144,12 +145,6 @@ func (c *Conversation) hear(packet []byte) (interrupted *turn) {
 		c.utt.gapAt = now.Add(gapTimeout)
 	}
 	return interrupted
-}
-
-// takesOpus reports whether r's recognitions take Opus packets now.
-func takesOpus(r Recognizer) bool {
-	o, ok := r.(OpusRecognizer)
-	return ok && o.TakesOpus()
 }
 
 // decode decodes a packet with the conversation's decoder (taken from the

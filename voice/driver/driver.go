@@ -50,6 +50,13 @@ type OpusRecognizer interface {
 	TakesOpus() bool
 }
 
+// TakesOpus reports whether r is an OpusRecognizer whose recognitions
+// take Opus now.
+func TakesOpus(r Recognizer) bool {
+	o, ok := r.(OpusRecognizer)
+	return ok && o.TakesOpus()
+}
+
 // Synthesizer turns text into speech.
 type Synthesizer interface {
 	// Synthesize streams the speech of text in voice ("" for the default).
