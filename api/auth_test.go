@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,6 +101,27 @@ func TestHealthAndMetricsNeedNoToken(t *testing.T) {
 	}
 
 	h.do("POST", "/healthz", "").wantError(t, http.StatusMethodNotAllowed, "bad_request", "POST")
+}
+
+// A scrape asks for gzip, as Prometheus does, and gets the page as it is:
+// a gzip writer would hold about 1 MB of the hub's heap per scrape
+// (BENCHMARKS.md, "Memory of a talking device").
+func TestMetricsScrapeIsNotCompressed(t *testing.T) {
+	h := newHub(t, hubOptions{})
+	req, err := http.NewRequest("GET", h.srv.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", "gzip") // set by hand, the client leaves the body as sent
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" || !strings.Contains(string(body), "# TYPE") {
+		t.Fatalf("/metrics with Accept-Encoding gzip: Content-Encoding %q, body %.200q", enc, body)
+	}
 }
 
 func TestHealthzNotReady(t *testing.T) {

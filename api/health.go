@@ -41,6 +41,11 @@ func (s *Server) metricsHandler() http.HandlerFunc {
 	h := promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{
 		ErrorLog:      promLogger{s},
 		ErrorHandling: promhttp.ContinueOnError,
+		// A gzip writer is about 1 MB of heap, kept in a pool the
+		// collector empties under load: compressing a page of a few
+		// kilobytes would cost each scrape of a busy hub more memory than
+		// a hundred talking devices hold.
+		DisableCompression: true,
 	})
 	return h.ServeHTTP
 }
