@@ -113,7 +113,8 @@ type dictEntry struct {
 	stop     bool
 }
 
-// dictionary maps a term's unit key to its meaning.
+// dictionary maps a term's unit key to its meaning. It is read only once
+// newDictionary returns it (theDictionary shares it).
 type dictionary struct {
 	entries  map[string]*dictEntry
 	maxUnits int

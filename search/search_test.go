@@ -3,6 +3,7 @@ package search_test
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -259,5 +260,23 @@ func TestHostileQueryAndLimit(t *testing.T) {
 	}
 	if res := x.Search(strings.Repeat("\xff\x00", 1000), 3); len(res) != 0 {
 		t.Fatalf("garbage found %v", res)
+	}
+}
+
+// An index starts empty: what it knows of words (the dictionary) is built
+// once for the process, not for each index (the agent and the MCP server
+// each have one; the dictionary is about 0.7 MB).
+func TestNewIndexIsSmall(t *testing.T) {
+	search.NewIndex() // the dictionary, once
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	x := search.NewIndex()
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<10 {
+		t.Errorf("NewIndex allocated %d bytes, want an empty index of at most 16 KB", n)
+	}
+	x.Put(search.Doc{ID: "d1", Name: "客厅灯", Room: "客厅"}, "fp")
+	if got := x.Search("客厅的灯", 5); len(got) != 1 || got[0].ID != "d1" {
+		t.Errorf("search in the second index: %+v", got)
 	}
 }
