@@ -13,7 +13,7 @@ import (
 
 // build makes the agent tools of one device.
 func (c *Catalog) build(d hub.Device, fp, key string, tools []hub.Tool, things []hub.Thing) *deviceTools {
-	dt := &deviceTools{dev: d, fp: fp, key: key, byName: map[string]int{}}
+	dt := &deviceTools{dev: d, fp: fp, key: key}
 	var out []Tool
 	for _, t := range c.visible(tools) {
 		schema, ok := agentSchema(t)
@@ -32,7 +32,7 @@ func (c *Catalog) build(d hub.Device, fp, key string, tools []hub.Tool, things [
 		}
 	}
 	sortTools(out)
-	out = nameTools(key, out, dt.byName)
+	out = nameTools(key, out, map[string]int{})
 
 	rw := newRewriter(out)
 	prefix := deviceContext(d)
@@ -107,10 +107,10 @@ func objectSchema(raw json.RawMessage) (json.RawMessage, bool) {
 	switch m["type"] {
 	case "object":
 		var b bytes.Buffer
-		if json.Compact(&b, raw) == nil {
+		if json.Compact(&b, raw) == nil && !bytes.Equal(b.Bytes(), raw) {
 			return b.Bytes(), true
 		}
-		return raw, true
+		return raw, true // compact already (as firmware sends it): shared with the registry's tool set
 	case nil:
 		m["type"] = "object"
 		b, _ := json.Marshal(m)

@@ -153,11 +153,21 @@ const maxViews = 256
 
 // deviceTools is the cached catalog of one device.
 type deviceTools struct {
-	dev    hub.Device
-	fp     string
-	key    string
-	tools  []Tool
-	byName map[string]int
+	dev   hub.Device
+	fp    string
+	key   string
+	tools []Tool
+}
+
+// named returns the place of the tool called name among tools. A device
+// has a few tools: a scan costs less than a map kept for each device.
+func named(tools []Tool, name string) (int, bool) {
+	for i := range tools {
+		if tools[i].Name == name {
+			return i, true
+		}
+	}
+	return -1, false
 }
 
 // New returns a catalog over reg.
@@ -435,7 +445,7 @@ func (c *Catalog) lookupCached(ctx context.Context, name string) (Tool, bool) {
 	if dt == nil || !sees(ctx, dt.dev.Home) {
 		return Tool{}, false
 	}
-	i, ok := dt.byName[name]
+	i, ok := named(dt.tools, name)
 	if !ok {
 		return Tool{}, false
 	}
@@ -453,7 +463,7 @@ func (c *Catalog) resolve(ctx context.Context, deviceID, tool string) (Tool, hub
 	if dt == nil || !sees(ctx, dt.dev.Home) {
 		return Tool{}, hub.Device{}, hub.Errorf(hub.ENOTFOUND, "device %q is not known to the hub (use search_devices to find device ids)", deviceID)
 	}
-	if i, ok := dt.byName[tool]; ok {
+	if i, ok := named(dt.tools, tool); ok {
 		return dt.tools[i], dt.dev, nil
 	}
 	for _, t := range dt.tools {

@@ -65,7 +65,8 @@ func TestNameProperties(t *testing.T) {
 				t.Logf("invalid name %q for %q", tool.Name, tool.Target)
 				return false
 			}
-			got := dt.tools[dt.byName[tool.Name]]
+			i, _ := named(dt.tools, tool.Name)
+			got := dt.tools[i]
 			if got.DeviceID != ts.DeviceID || got.Target != tool.Target {
 				t.Logf("%q maps back to %s/%q, want %s/%q", tool.Name, got.DeviceID, got.Target, ts.DeviceID, tool.Target)
 				return false
@@ -87,9 +88,9 @@ func TestNameProperties(t *testing.T) {
 			rev.Tools = append(rev.Tools, ts.Tools[i])
 		}
 		again := buildFor(rev)
-		for name := range dt.byName {
-			if _, ok := again.byName[name]; !ok {
-				t.Logf("name %q not stable under reordering", name)
+		for _, tool := range dt.tools {
+			if _, ok := named(again.tools, tool.Name); !ok {
+				t.Logf("name %q not stable under reordering", tool.Name)
 				return false
 			}
 		}

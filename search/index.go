@@ -11,6 +11,8 @@
 package search
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strings"
@@ -46,7 +48,8 @@ type Index struct {
 	slots    []*doc             // by doc slot; nil where free
 	free     []int32            // free slots
 	postings map[string][]int32 // unit or "\x01"+concept → doc slots
-	vocab    map[string]int     // unit keys of names, aliases and rooms → refs
+	caps     map[[sha256.Size]byte]*capSet
+	vocab    map[string]int // unit keys of names, aliases and rooms → refs
 	maxVocab int
 }
 
@@ -62,6 +65,7 @@ func NewIndex() *Index {
 		docs:     map[string]*doc{},
 		postings: map[string][]int32{},
 		vocab:    map[string]int{},
+		caps:     map[[sha256.Size]byte]*capSet{},
 	}
 }
 
@@ -72,17 +76,55 @@ type field struct {
 
 // doc is a Doc prepared for matching.
 type doc struct {
-	src         Doc
+	id          string
 	fingerprint string
 	names       []field // name and aliases
 	room        field
-	caps        []field             // tool and thing names and descriptions, board
-	capUnits    map[string]struct{} // every unit of caps
-	concepts    map[string]source
-	hasConcept  []uint64 // bit n: conceptTable[n] is in concepts
-	keys        []string // postings keys, for removal
-	slot        int32    // its place in Index.slots
-	vocab       []string // vocab keys, for removal
+	cap         *capSet      // what its tools, things and board say: shared
+	concepts    []ownConcept // the concepts its names and room name, a few
+	hasConcept  []uint64     // bit n: conceptTable[n] is in concepts or cap's
+	keys        []string     // postings keys beside cap.keys, for removal
+	slot        int32        // its place in Index.slots
+	vocab       []string     // vocab keys, for removal
+}
+
+// capSet is the part of a doc made from a device's tools, things and
+// board: the same for every device of one model and firmware. An index
+// prepares it once per content and its docs share it, read only: it was
+// most of a doc's memory (BENCHMARKS.md, "A catalog's memory per device").
+type capSet struct {
+	digest   [sha256.Size]byte   // of the content it was made from: its key in Index.caps
+	fields   []field             // by label
+	units    map[string]struct{} // every unit of fields
+	concepts map[string]source   // the best source of each concept the fields name
+	bits     []uint64            // bit n: conceptTable[n] is in concepts
+	keys     []string            // postings keys: the units and concepts
+	refs     int                 // docs sharing it; guarded by Index.mu
+}
+
+// ownConcept is a concept a doc's names or room name.
+type ownConcept struct {
+	id  string
+	src source
+}
+
+// concept returns where the doc's concept id came from: its names or
+// room, or its capabilities when they say it more strongly (the
+// capabilities are noted last, and replace only a weaker source).
+func (p *doc) concept(id string) (source, bool) {
+	var own source
+	ok := false
+	for _, c := range p.concepts {
+		if c.id == id {
+			own, ok = c.src, true
+			break
+		}
+	}
+	c, capOK := p.cap.concepts[id]
+	if ok && (!capOK || sourceWeight(c.class, c.broad) <= sourceWeight(own.class, own.broad)) {
+		return own, true
+	}
+	return c, capOK
 }
 
 // source says where a doc's concept came from; lower class is stronger.
@@ -109,6 +151,12 @@ func (x *Index) Put(d Doc, fingerprint string) {
 	defer x.mu.Unlock()
 	x.removeLocked(d.ID)
 	x.docs[d.ID] = p
+	if c := x.caps[p.cap.digest]; c != nil {
+		p.cap = c
+	} else {
+		x.caps[p.cap.digest] = p.cap
+	}
+	p.cap.refs++
 	if n := len(x.free); n > 0 {
 		p.slot, x.free = x.free[n-1], x.free[:n-1]
 		x.slots[p.slot] = p
@@ -117,6 +165,9 @@ func (x *Index) Put(d Doc, fingerprint string) {
 		x.slots = append(x.slots, p)
 	}
 	for _, k := range p.keys {
+		x.postings[k] = append(x.postings[k], p.slot)
+	}
+	for _, k := range p.cap.keys {
 		x.postings[k] = append(x.postings[k], p.slot)
 	}
 	for _, v := range p.vocab {
@@ -168,17 +219,22 @@ func (x *Index) removeLocked(id string) {
 	delete(x.docs, id)
 	x.slots[p.slot] = nil
 	x.free = append(x.free, p.slot)
-	for _, k := range p.keys {
-		list := x.postings[k]
-		if i := slices.Index(list, p.slot); i >= 0 {
-			list[i] = list[len(list)-1]
-			list = list[:len(list)-1]
+	for _, keys := range [][]string{p.keys, p.cap.keys} {
+		for _, k := range keys {
+			list := x.postings[k]
+			if i := slices.Index(list, p.slot); i >= 0 {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+			}
+			if len(list) == 0 {
+				delete(x.postings, k)
+			} else {
+				x.postings[k] = list
+			}
 		}
-		if len(list) == 0 {
-			delete(x.postings, k)
-		} else {
-			x.postings[k] = list
-		}
+	}
+	if p.cap.refs--; p.cap.refs <= 0 && x.caps[p.cap.digest] == p.cap {
+		delete(x.caps, p.cap.digest)
 	}
 	for _, v := range p.vocab {
 		if x.vocab[v]--; x.vocab[v] <= 0 {
@@ -188,7 +244,7 @@ func (x *Index) removeLocked(id string) {
 }
 
 func (x *Index) prepare(d Doc) *doc {
-	p := &doc{src: d, concepts: map[string]source{}}
+	p := &doc{id: d.ID}
 	addName := func(s string) {
 		if u := tokenize(s); len(u) > 0 {
 			p.names = append(p.names, field{label: "name " + quote(s), units: u})
@@ -201,68 +257,30 @@ func (x *Index) prepare(d Doc) *doc {
 		}
 	}
 	p.room = field{label: "room " + quote(d.Room), units: tokenize(d.Room)}
-	addCap := func(label, text string) {
-		if u := tokenize(text); len(u) > 0 {
-			p.caps = append(p.caps, field{label: label, units: u})
-		}
-	}
-	for _, t := range d.Tools {
-		label := "tool " + t.Name
-		addCap(label, t.Name)
-		addCap(label, t.Description)
-	}
-	for _, t := range d.Things {
-		label := "thing " + t.Name
-		addCap(label, t.Name)
-		addCap(label, t.Description)
-		for name, m := range t.Methods {
-			addCap(label, name)
-			addCap(label, m.Description)
-		}
-		for name, pr := range t.Properties {
-			addCap(label, name)
-			addCap(label, pr.Description)
-		}
-	}
-	if d.Board != "" {
-		addCap("board "+quote(d.Board), d.Board)
-	}
-	slices.SortFunc(p.caps, func(a, b field) int { return strings.Compare(a.label, b.label) })
+	p.cap = x.capSetOf(d)
 
-	note := func(class int, f field) {
-		for _, fd := range x.dict.conceptsIn(f.units, false) {
-			old, ok := p.concepts[fd.concept.id]
-			if !ok || sourceWeight(class, fd.broad) > sourceWeight(old.class, old.broad) {
-				p.concepts[fd.concept.id] = source{class: class, field: f.label, term: fd.term, broad: fd.broad, n: fd.concept.n}
+	concepts := map[string]source{}
+	for _, f := range p.names {
+		x.note(concepts, classIdentity, f)
+	}
+	x.note(concepts, classRoom, p.room)
+	p.hasConcept = slices.Clone(p.cap.bits)
+	keys := map[string]struct{}{}
+	for _, f := range append(slices.Clone(p.names), p.room) {
+		for _, u := range f.units {
+			if _, shared := p.cap.units[u]; !shared {
+				keys[u] = struct{}{}
 			}
 		}
 	}
-	for _, f := range p.names {
-		note(classIdentity, f)
-	}
-	note(classRoom, p.room)
-	for _, f := range p.caps {
-		note(classCapability, f)
-	}
-
-	keys := map[string]struct{}{}
-	for _, f := range append(append(slices.Clone(p.names), p.room), p.caps...) {
-		for _, u := range f.units {
-			keys[u] = struct{}{}
-		}
-	}
-	p.hasConcept = make([]uint64, (len(conceptTable)+63)/64)
-	for _, s := range p.concepts {
+	for c, s := range concepts {
 		p.hasConcept[s.n/64] |= 1 << (s.n % 64)
-	}
-	p.capUnits = map[string]struct{}{}
-	for _, f := range p.caps {
-		for _, u := range f.units {
-			p.capUnits[u] = struct{}{}
+		if _, shared := p.cap.concepts[c]; !shared {
+			keys["\x01"+c] = struct{}{}
 		}
 	}
-	for c := range p.concepts {
-		keys["\x01"+c] = struct{}{}
+	for id, src := range concepts {
+		p.concepts = append(p.concepts, ownConcept{id, src})
 	}
 	for k := range keys {
 		p.keys = append(p.keys, k)
@@ -275,11 +293,104 @@ func (x *Index) prepare(d Doc) *doc {
 	return p
 }
 
+// note records in concepts the concepts f names, each from its strongest
+// source (the first of equal ones).
+func (x *Index) note(concepts map[string]source, class int, f field) {
+	for _, fd := range x.dict.conceptsIn(f.units, false) {
+		old, ok := concepts[fd.concept.id]
+		if !ok || sourceWeight(class, fd.broad) > sourceWeight(old.class, old.broad) {
+			concepts[fd.concept.id] = source{class: class, field: f.label, term: fd.term, broad: fd.broad, n: fd.concept.n}
+		}
+	}
+}
+
+// capSetOf returns the capabilities of d: the index's set of the same
+// content when it has one, else a new one (Put keeps it).
+func (x *Index) capSetOf(d Doc) *capSet {
+	type capText struct{ label, text string }
+	var texts []capText
+	add := func(label, text string) {
+		if strings.TrimSpace(text) != "" {
+			texts = append(texts, capText{label, text})
+		}
+	}
+	for _, t := range d.Tools {
+		label := "tool " + t.Name
+		add(label, t.Name)
+		add(label, t.Description)
+	}
+	for _, t := range d.Things {
+		label := "thing " + t.Name
+		add(label, t.Name)
+		add(label, t.Description)
+		for name, m := range t.Methods {
+			add(label, name)
+			add(label, m.Description)
+		}
+		for name, pr := range t.Properties {
+			add(label, name)
+			add(label, pr.Description)
+		}
+	}
+	if d.Board != "" {
+		add("board "+quote(d.Board), d.Board)
+	}
+	// Fields by label, each label's in the order above; the digest is of
+	// the same texts in an order that does not depend on the maps'.
+	slices.SortStableFunc(texts, func(a, b capText) int { return strings.Compare(a.label, b.label) })
+	canonical := slices.Clone(texts)
+	slices.SortFunc(canonical, func(a, b capText) int {
+		if c := strings.Compare(a.label, b.label); c != 0 {
+			return c
+		}
+		return strings.Compare(a.text, b.text)
+	})
+	h := sha256.New()
+	var n [8]byte
+	for _, t := range canonical {
+		for _, s := range []string{t.label, t.text} {
+			binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+			h.Write(n[:])
+			h.Write([]byte(s))
+		}
+	}
+	var digest [sha256.Size]byte
+	h.Sum(digest[:0])
+	x.mu.RLock()
+	c := x.caps[digest]
+	x.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+
+	c = &capSet{digest: digest, units: map[string]struct{}{}, concepts: map[string]source{},
+		bits: make([]uint64, (len(conceptTable)+63)/64)}
+	for _, t := range texts {
+		if u := tokenize(t.text); len(u) > 0 {
+			c.fields = append(c.fields, field{label: t.label, units: u})
+		}
+	}
+	for _, f := range c.fields {
+		x.note(c.concepts, classCapability, f)
+		for _, u := range f.units {
+			if _, ok := c.units[u]; !ok {
+				c.units[u] = struct{}{}
+				c.keys = append(c.keys, u)
+			}
+		}
+	}
+	for id, s := range c.concepts {
+		c.bits[s.n/64] |= 1 << (s.n % 64)
+		c.keys = append(c.keys, "\x01"+id)
+	}
+	return c
+}
+
 // hasCapUnits reports whether every unit of units occurs in the doc's
 // tools, things or board: a cheap test before looking for the run.
 func (p *doc) hasCapUnits(units []string) bool {
 	for _, u := range units {
-		if _, ok := p.capUnits[u]; !ok {
+		if _, ok := p.cap.units[u]; !ok {
 			return false
 		}
 	}
@@ -336,7 +447,7 @@ func (x *Index) SearchWhere(query string, limit int, keep func(id string) bool) 
 	for w, set := range cands {
 		for ; set != 0; set &= set - 1 {
 			p := x.slots[w*64+bits.TrailingZeros64(set)]
-			if !keep(p.src.ID) {
+			if !keep(p.id) {
 				continue
 			}
 			var s float64
@@ -358,7 +469,7 @@ func (x *Index) SearchWhere(query string, limit int, keep func(id string) bool) 
 	}
 	out := make([]Result, 0, len(top))
 	for _, h := range top {
-		r := Result{ID: h.p.src.ID, Score: h.score, Why: make([]string, 0, len(h.why))}
+		r := Result{ID: h.p.id, Score: h.score, Why: make([]string, 0, len(h.why))}
 		for _, w := range h.why {
 			r.Why = append(r.Why, w.String())
 		}
@@ -377,6 +488,6 @@ type hit struct {
 // better reports whether a device p of score s ranks before h: by score,
 // then by id.
 func better(s float64, p *doc, h hit) bool {
-	return s > h.score || (s == h.score && p.src.ID < h.p.src.ID)
+	return s > h.score || (s == h.score && p.id < h.p.id)
 }
 func quote(s string) string { return "\"" + s + "\"" }

@@ -193,7 +193,7 @@ func scoreTerm(p *doc, t *qterm) (best float64, why reason) {
 		if n := fd.concept.n; p.hasConcept[n/64]&(1<<(n%64)) == 0 {
 			continue
 		}
-		src, ok := p.concepts[fd.concept.id]
+		src, ok := p.concept(fd.concept.id)
 		if !ok {
 			continue
 		}
@@ -207,8 +207,8 @@ func scoreTerm(p *doc, t *qterm) (best float64, why reason) {
 		}
 	}
 	if !single && (len(t.units) > 1 || len(t.units[0]) >= 3) && wCapText > best && p.hasCapUnits(t.units) {
-		for i := range p.caps {
-			if f := &p.caps[i]; contains(f.units, t.units) {
+		for i := range p.cap.fields {
+			if f := &p.cap.fields[i]; contains(f.units, t.units) {
 				best, why = wCapText, reason{how: howMentions, field: f.label, text: t.text}
 				break
 			}
