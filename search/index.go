@@ -91,7 +91,8 @@ type doc struct {
 // capSet is the part of a doc made from a device's tools, things and
 // board: the same for every device of one model and firmware. An index
 // prepares it once per content and its docs share it, read only: it was
-// most of a doc's memory (BENCHMARKS.md, "A catalog's memory per device").
+// most of a doc's memory (BENCHMARKS.md, "A catalog's memory per
+// device").
 type capSet struct {
 	digest   [sha256.Size]byte   // of the content it was made from: its key in Index.caps
 	fields   []field             // by label
@@ -102,7 +103,7 @@ type capSet struct {
 	refs     int                 // docs sharing it; guarded by Index.mu
 }
 
-// ownConcept is a concept a doc's names or room name.
+// ownConcept is a concept named by a doc's names or room.
 type ownConcept struct {
 	id  string
 	src source
