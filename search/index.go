@@ -13,6 +13,7 @@ package search
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"io"
 	"math/bits"
 	"slices"
 	"strings"
@@ -274,14 +275,12 @@ func (x *Index) prepare(d Doc) *doc {
 			}
 		}
 	}
-	for c, s := range concepts {
-		p.hasConcept[s.n/64] |= 1 << (s.n % 64)
-		if _, shared := p.cap.concepts[c]; !shared {
-			keys["\x01"+c] = struct{}{}
-		}
-	}
 	for id, src := range concepts {
 		p.concepts = append(p.concepts, ownConcept{id, src})
+		p.hasConcept[src.n/64] |= 1 << (src.n % 64)
+		if _, shared := p.cap.concepts[id]; !shared {
+			keys["\x01"+id] = struct{}{}
+		}
 	}
 	for k := range keys {
 		p.keys = append(p.keys, k)
@@ -352,7 +351,7 @@ func (x *Index) capSetOf(d Doc) *capSet {
 		for _, s := range []string{t.label, t.text} {
 			binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 			h.Write(n[:])
-			h.Write([]byte(s))
+			io.WriteString(h, s)
 		}
 	}
 	var digest [sha256.Size]byte
