@@ -74,6 +74,10 @@ func newAgent(reg *registry.Registry, cfg Config, p Provider, err error) *Agent 
 	}
 }
 
+// Catalog returns the agent's catalog of the devices' tools, for another
+// user of the same devices to share (catalog.Catalog.With).
+func (a *Agent) Catalog() *catalog.Catalog { return a.cat }
+
 // Close releases the agent's registry subscription. Runs in progress
 // continue.
 func (a *Agent) Close() { a.cat.Close() }

@@ -124,10 +124,18 @@ func (o Options) withDefaults() Options {
 // by each device's content, shared by every principal, and each set of
 // homes' devices (a view) beside it. The cache is refreshed on use when the
 // registry's generation (Registry.Generation) has changed since the last
-// refresh, so it needs no goroutine. It is safe for concurrent use.
+// refresh, so it needs no goroutine. Catalogs made With one another share
+// it. It is safe for concurrent use.
 type Catalog struct {
+	*cache
+	opts Options
+}
+
+// cache is what a catalog knows of the devices and services: the same for
+// every catalog that offers the same tools (Options.AllowUserOnly and
+// Services), whatever it names its caller, its limits and its timeouts.
+type cache struct {
 	reg   *registry.Registry
-	opts  Options
 	index *search.Index
 
 	mu      sync.Mutex
@@ -172,8 +180,17 @@ func named(tools []Tool, name string) (int, bool) {
 
 // New returns a catalog over reg.
 func New(reg *registry.Registry, opts Options) *Catalog {
-	return &Catalog{reg: reg, opts: opts.withDefaults(), index: search.NewIndex(),
-		devs: map[string]*deviceTools{}, keys: map[string]string{}, views: map[string][]hub.Device{}}
+	return &Catalog{opts: opts.withDefaults(), cache: &cache{reg: reg, index: search.NewIndex(),
+		devs: map[string]*deviceTools{}, keys: map[string]string{}, views: map[string][]hub.Device{}}}
+}
+
+// With returns a catalog over c's cache of the devices and services (one
+// copy of each device's tools and one search index, refreshed once for
+// both) with opts' caller, limits and timeouts. The tools it offers are
+// c's: opts' AllowUserOnly and Services are replaced by c's.
+func (c *Catalog) With(opts Options) *Catalog {
+	opts.AllowUserOnly, opts.Services = c.opts.AllowUserOnly, c.opts.Services
+	return &Catalog{cache: c.cache, opts: opts.withDefaults()}
 }
 
 // Close releases nothing: the catalog holds no subscription or goroutine.

@@ -84,6 +84,11 @@ type Options struct {
 	// their changes (a service created, deleted, going on- or offline, new
 	// tools) update the sessions' lists as the devices' do.
 	Services catalog.Services
+	// Catalog, if set, is a catalog over the same registry and Services
+	// (the agent's): when it offers user-only tools as AllowUserOnly says,
+	// the server's catalog shares its cache of every device's tools and its
+	// search index (catalog.Catalog.With) instead of keeping its own.
+	Catalog *catalog.Catalog
 	// Version is reported to clients in serverInfo.
 	Version string
 	Logger  *slog.Logger
@@ -152,12 +157,9 @@ func New(reg *registry.Registry, opts Options) *Server {
 		opts.Version = "dev"
 	}
 	s := &Server{
-		opts: opts,
-		log:  opts.Logger,
-		cat: catalog.New(reg, catalog.Options{
-			AllowUserOnly: opts.AllowUserOnly, DirectLimit: opts.DirectLimit, IncludeOffline: opts.IncludeOffline,
-			MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp", Services: opts.Services,
-		}),
+		opts:     opts,
+		log:      opts.Logger,
+		cat:      newCatalog(reg, opts),
 		reg:      reg,
 		sessions: map[string]*session{},
 		quit:     make(chan struct{}),
@@ -332,4 +334,17 @@ func title(t catalog.Tool) string {
 		return t.Target + " · service " + t.Service
 	}
 	return t.Target + " · " + t.DeviceID
+}
+
+// newCatalog is the server's catalog: opts.Catalog's cache with the
+// server's settings when it can be shared, else one of its own.
+func newCatalog(reg *registry.Registry, opts Options) *catalog.Catalog {
+	copts := catalog.Options{
+		AllowUserOnly: opts.AllowUserOnly, DirectLimit: opts.DirectLimit, IncludeOffline: opts.IncludeOffline,
+		MaxResultBytes: opts.MaxResultBytes, CallTimeout: opts.CallTimeout, Caller: "mcp", Services: opts.Services,
+	}
+	if opts.Catalog != nil && opts.Catalog.Options().AllowUserOnly == opts.AllowUserOnly {
+		return opts.Catalog.With(copts)
+	}
+	return catalog.New(reg, copts)
 }

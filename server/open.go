@@ -154,7 +154,7 @@ func (h *Hub) openServices(vopts voice.Options) error {
 	h.mcp = mcpserver.New(reg, mcpserver.Options{
 		DirectLimit: cfg.MCPDirectLimit, Version: Version, Logger: h.log.With("component", "mcp"),
 		MaxSessions: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout, WriteTimeout: cfg.SSEWriteTimeout,
-		People: h.accounts, Services: h.services,
+		People: h.accounts, Services: h.services, Catalog: h.agent.Catalog(), // one cache of the devices' tools for both
 	})
 	h.closeMCP = sync.OnceFunc(h.mcp.Close)
 	h.closers.pushf(h.closeMCP)
