@@ -268,7 +268,11 @@ func (x *Index) prepare(d Doc) *doc {
 	x.note(concepts, classRoom, p.room)
 	p.hasConcept = slices.Clone(p.cap.bits)
 	keys := map[string]struct{}{}
-	for _, f := range append(slices.Clone(p.names), p.room) {
+	identity := append(slices.Clone(p.names), p.room) // the fields of its own
+	for _, f := range identity {
+		if len(f.units) > 0 {
+			p.vocab = append(p.vocab, key(f.units))
+		}
 		for _, u := range f.units {
 			if _, shared := p.cap.units[u]; !shared {
 				keys[u] = struct{}{}
@@ -284,11 +288,6 @@ func (x *Index) prepare(d Doc) *doc {
 	}
 	for k := range keys {
 		p.keys = append(p.keys, k)
-	}
-	for _, f := range append(slices.Clone(p.names), p.room) {
-		if len(f.units) > 0 {
-			p.vocab = append(p.vocab, key(f.units))
-		}
 	}
 	return p
 }
