@@ -59,8 +59,9 @@ func goroutines(t *testing.T) (all, turns int) {
 // Devices listening in auto mode with nobody speaking (half of them
 // sending the room's silence, as firmware does, half sending nothing)
 // hold no goroutine of their conversations. One that is spoken to holds
-// one while the person speaks, two while the answer is written (the
-// turn and the model's), and none once the turn has ended; and the
+// one while the person speaks, three while the answer is written (the
+// turn, the model's and the one that sends its audio paced), and none
+// once the turn has ended; and the
 // silence limit still ends every conversation.
 func TestListeningHoldsNoGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -105,8 +106,8 @@ func TestListeningHoldsNoGoroutine(t *testing.T) {
 			c.Audio(speechFrame(0), 0) // the end of speech
 		}
 		synctest.Wait() // the model holds its answer
-		if n, turns := goroutines(t); n != before+2 || turns != 2 {
-			t.Fatalf("an answer being written: %d goroutines (%d before), %d labelled voice=turn; want two more (the turn and the model's), labelled", n, before, turns)
+		if n, turns := goroutines(t); n != before+3 || turns != 3 {
+			t.Fatalf("an answer being written: %d goroutines (%d before), %d labelled voice=turn; want three more (the turn, the model's, the audio's), labelled", n, before, turns)
 		}
 		close(br.hold)
 		out.waitFor(t, `"state":"stop"`)

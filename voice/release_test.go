@@ -1,8 +1,12 @@
 package voice
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // countingCodec hands out pcmCoders that count how many are held, and
@@ -100,4 +104,48 @@ func TestCodersAreGivenBack(t *testing.T) {
 			t.Fatalf("turn %d: %d coders held after the turn ended", turn, n)
 		}
 	}
+}
+
+// An answer's encoder goes back to the codec once the answer is encoded,
+// while the device still has most of it to hear: the answer keeps its
+// packets (a few hundred bytes each) for the time they take to play, not
+// the encoder (hundreds of KB with gopus), so the encoders a hub holds
+// follow the answers being synthesised, not those being played.
+func TestEncoderIsGivenBackBeforeTheAnswerIsPlayed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		codec := &countingCodec{t: t, held: map[*countedCoder]bool{}}
+		var recs records
+		e := New(Options{Codec: codec, Recognizer: &recognizer{}, Synthesizer: synthesizer{}, Brain: &brain{}, OnTurn: recs.add})
+		defer e.Close()
+		out := newOutput()
+		c := e.Open("aa:00:00:00:00:02", "zh", down, out)
+		defer c.Close()
+		c.Listen("start", "manual", "")
+		for range 10 {
+			c.Audio(speechFrame(500), 0)
+		}
+		c.Listen("stop", "", "")
+		for first := false; !first; {
+			time.Sleep(time.Millisecond)
+			msgs, _ := out.snapshot()
+			first = slices.Contains(msgs, "audio")
+		}
+		synctest.Wait()
+		msgs, _ := out.snapshot()
+		audio := 0
+		for _, m := range msgs {
+			if m == "audio" {
+				audio++
+			}
+		}
+		if n := codec.holding(encoder); n != 0 {
+			t.Fatalf("the device has %d of the answer's 18 frames and the encoder is still held", audio)
+		}
+		if audio >= 18 || strings.Contains(strings.Join(msgs, ""), `"state":"stop"`) {
+			t.Fatalf("the answer was played out before the check (%d frames)", audio)
+		}
+		if r := recs.last(t); r.Outcome != "ok" {
+			t.Fatalf("turn record %+v", r)
+		}
+	})
 }

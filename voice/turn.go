@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,7 +203,7 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 			emit(failed(c.says, "answer", err))
 		}
 	}()
-	d := c.newDownlink(t)
+	d := c.newDownlink(ctx, t)
 	first := true
 	for s := range sentences {
 		if ctx.Err() != nil {
@@ -217,19 +218,19 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 			t.rec.Answer += " "
 		}
 		t.rec.Answer += s
-		c.write(ctx, sentenceMessage(s))
-		if err := c.speak(ctx, t, d, s); err != nil && ctx.Err() == nil {
+		d.put(ctx, queued{text: sentenceMessage(s)})
+		if err := c.speak(ctx, d, s); err != nil && ctx.Err() == nil {
 			t.fail("speech_failed", err)
 			c.e.log.Warn("speech synthesis failed", "device", c.deviceID, "err", err)
-			c.write(ctx, sentenceMessage(failed(c.says, "speech", err)))
+			d.put(ctx, queued{text: sentenceMessage(failed(c.says, "speech", err))})
 		}
+		d.put(ctx, queued{end: true})
 	}
-	d.release()
 	if answerErr != nil {
 		t.fail("answer_failed", answerErr)
 		c.e.log.Warn("answer failed", "device", c.deviceID, "err", answerErr)
 	}
-	d.p.drain(ctx) // tts stop only once the device has played what it was sent
+	d.finish(ctx) // tts stop only once the device has played what it was sent
 }
 
 // speakText speaks one text outside the model's answer (a failure).
@@ -238,68 +239,140 @@ func (c *Conversation) speakText(ctx context.Context, t *turn, text string) {
 	t.ttsStart = time.Now()
 	c.write(ctx, llmMessage("sad"))
 	c.write(ctx, sentenceMessage(text))
-	d := c.newDownlink(t)
-	err := c.speak(ctx, t, d, text)
-	d.release()
-	if err == nil {
-		d.p.drain(ctx)
+	d := c.newDownlink(ctx, t)
+	if err := c.speak(ctx, d, text); err != nil && ctx.Err() == nil {
+		c.e.log.Warn("speech synthesis failed", "device", c.deviceID, "err", err)
 	}
+	d.finish(ctx)
 }
 
-// downlink is the audio of one answer, from tts start to tts stop: paced,
-// and encoded by ONE Opus encoder for all its sentences. The firmware
+// downlink is the audio of one answer, from tts start to tts stop. The
+// turn's goroutine synthesises and encodes it as fast as synthesis brings
+// the speech, with ONE Opus encoder for all its sentences: the firmware
 // resets its decoder at tts start only (not at sentence_start), so a
 // fresh encoder for each sentence would meet a decoder that goes on from
 // the previous sentence: a click, up to full scale, at every sentence
-// boundary (docs/protocol.md §7.2).
+// boundary (docs/protocol.md §7.2). A goroutine of the answer's, send,
+// writes the packets paced, with the sentences' texts between them in
+// order. The encoder goes back to the codec once the last sentence is
+// encoded, not once the device has played it: an answer holds an encoder
+// (hundreds of KB with gopus) for the time its synthesis takes, and the
+// packets (a few hundred bytes each) for the time they take to play.
 type downlink struct {
-	p   *pacer
-	enc Encoder // made by the first sentence spoken
-	// held are the answer's first packets, kept until startFrames are
-	// encoded (or the sentence ends): the device plays from its first
-	// frame on, so an answer that starts with one frame runs dry when the
-	// next is late, as it is when many answers compete for the CPU.
-	held    [][]byte
-	started bool
+	t       *turn
+	p       *pacer
+	enc     Encoder       // made by the first sentence spoken
+	encoded int           // packets the answer has so far
+	q       chan queued   // what send writes, in order
+	done    chan struct{} // closed when send returns
+	err     error         // send's first failed write, read once done is closed
 }
 
-// release gives the encoder back once the answer's audio is encoded
-// (the wait for the device to play it needs none).
-func (d *downlink) release() {
-	if d.enc != nil {
-		release(d.enc)
-		d.enc = nil
-	}
+// queued is what the downlink sends next: a message, an audio packet, or
+// the end of a sentence.
+type queued struct {
+	text, pkt []byte
+	end       bool
 }
+
+// queueLen bounds the packets an answer keeps ahead of the device (with
+// its texts): 64 frames of 60 ms, 3.8 s of audio; a synthesis further
+// ahead waits, as it did when it was encoded at the pace of playback.
+const queueLen = 64
 
 // startFrames is how many frames an answer starts with at once: 180 ms
 // the device has in hand before the pacing begins.
 const startFrames = 3
 
-// start sends the held packets, paced, and the answer is started.
-func (d *downlink) start(ctx context.Context, t *turn) error {
-	d.started = true
-	for _, pkt := range d.held {
-		ts, err := d.p.wait(ctx)
-		if err != nil {
-			return err
-		}
-		if err := t.audio(ctx, pkt, ts); err != nil {
-			return err
-		}
-	}
-	d.held = nil
-	return nil
-}
-
-func (c *Conversation) newDownlink(t *turn) *downlink {
+func (c *Conversation) newDownlink(ctx context.Context, t *turn) *downlink {
 	p := newPacer(c.down, c.e.opts.Lead, t.ttsStart.Add(c.e.opts.SpeakingDelay), c.opened)
 	p.next = &c.nextTs
-	return &downlink{p: p}
+	d := &downlink{t: t, p: p, q: make(chan queued, queueLen), done: make(chan struct{})}
+	c.e.wg.Add(1)
+	go func() {
+		defer c.e.wg.Done()
+		defer close(d.done)
+		d.send(ctx, c)
+	}()
+	return d
 }
 
-// speak synthesises text and sends it as paced Opus frames.
-func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text string) error {
+// put queues what send writes next; it waits while the queue is full,
+// and gives up with ctx.
+func (d *downlink) put(ctx context.Context, q queued) {
+	select {
+	case d.q <- q:
+	case <-ctx.Done():
+	}
+}
+
+// finish gives the encoder back (the answer is encoded), waits for send
+// to write what is queued, then for the device to play it.
+func (d *downlink) finish(ctx context.Context) {
+	if d.enc != nil {
+		release(d.enc)
+		d.enc = nil
+	}
+	close(d.q)
+	<-d.done
+	if d.err != nil && ctx.Err() == nil {
+		d.t.fail("speech_failed", d.err)
+	}
+	d.p.drain(ctx)
+}
+
+// send writes what is queued until the queue is closed. The answer's
+// first packets are held until startFrames are in hand (or the sentence
+// ends): the device plays from its first frame on, so an answer that
+// starts with one frame runs dry when the next is late, as it is when
+// many answers compete for the CPU. Once ctx ends it only empties the
+// queue.
+func (d *downlink) send(ctx context.Context, c *Conversation) {
+	var held [][]byte
+	started := false
+	audio := func(pkt []byte) {
+		if d.err != nil {
+			return
+		}
+		ts, err := d.p.wait(ctx)
+		if err == nil {
+			err = d.t.audio(ctx, pkt, ts)
+		}
+		if err != nil && ctx.Err() == nil {
+			d.err = err
+		}
+	}
+	start := func() {
+		started = true
+		for _, pkt := range held {
+			audio(pkt)
+		}
+		held = nil
+	}
+	for q := range d.q {
+		if ctx.Err() != nil {
+			continue
+		}
+		switch {
+		case q.pkt != nil && !started:
+			if held = append(held, q.pkt); len(held) >= startFrames {
+				start()
+			}
+		case q.pkt != nil:
+			audio(q.pkt)
+		case q.end:
+			if !started && len(held) > 0 {
+				start() // a sentence shorter than startFrames
+			}
+		default:
+			c.write(ctx, q.text)
+		}
+	}
+}
+
+// speak synthesises text and queues it as Opus frames, encoded as the
+// speech arrives.
+func (c *Conversation) speak(ctx context.Context, d *downlink, text string) error {
 	parts := c.e.parts(c.deviceID)
 	if parts.Synthesizer == nil {
 		return nil
@@ -321,22 +394,20 @@ func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text str
 		}
 	}
 	fr := newFramer(sp.SampleRate(), c.down)
-	send := func(pcm []int16) error {
+	encode := func(pcm []int16) error {
 		pkt, err := d.enc.Encode(pcm)
 		if err != nil {
 			return err
 		}
-		if !d.started {
-			if d.held = append(d.held, pkt); len(d.held) < startFrames {
-				return nil
-			}
-			return d.start(ctx, t)
+		d.put(ctx, queued{pkt: pkt})
+		if d.encoded++; d.encoded > startFrames {
+			// The device will not need this frame for a while: other
+			// answers' first frames, which a device is waiting for, go
+			// first (50 answers that start together would otherwise
+			// queue behind each other's whole answers).
+			runtime.Gosched()
 		}
-		ts, err := d.p.wait(ctx)
-		if err != nil {
-			return err
-		}
-		return t.audio(ctx, pkt, ts)
+		return ctx.Err()
 	}
 	for {
 		chunk, err := sp.Read(ctx)
@@ -347,18 +418,13 @@ func (c *Conversation) speak(ctx context.Context, t *turn, d *downlink, text str
 			return err
 		}
 		for _, f := range fr.push(chunk) {
-			if err := send(f); err != nil {
+			if err := encode(f); err != nil {
 				return err
 			}
 		}
 	}
 	if f := fr.flush(); f != nil {
-		if err := send(f); err != nil {
-			return err
-		}
-	}
-	if !d.started && len(d.held) > 0 {
-		return d.start(ctx, t) // a sentence shorter than startFrames
+		return encode(f)
 	}
 	return nil
 }
