@@ -3,9 +3,12 @@ package voice
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -368,6 +371,50 @@ func TestAnswerStartsWithThreeFrames(t *testing.T) {
 		<-out.stopped
 		if n := audio(); n != 4 {
 			t.Fatalf("the answer's frames: %d, want 4", n)
+		}
+	})
+}
+
+// deaf is a device whose audio writes fail (a connection that stopped
+// taking data): its texts are still recorded.
+type deaf struct{ *packets }
+
+func (deaf) WriteAudio(context.Context, []byte, uint32) error {
+	return errors.New("write: connection timed out")
+}
+
+// tenSentences answers in ten sentences: ten seconds of voiceSynth,
+// more than the downlink queues ahead of the device (3.8 s).
+type tenSentences struct{}
+
+func (tenSentences) Ready() error { return nil }
+func (tenSentences) Answer(_ context.Context, _ Turn, onText func(string)) (string, error) {
+	for i := range 10 {
+		onText(fmt.Sprintf("Sentence %d. ", i))
+	}
+	return "", nil
+}
+
+// A device that takes no audio is not spoken to any further: once a write
+// has failed, the rest of the answer is neither synthesised nor encoded
+// (only what was queued ahead of the device, 3.8 s, was), the turn is
+// recorded as speech_failed with the write's error, and tts stop still
+// ends it.
+func TestDeviceThatTakesNoAudioIsNotSpokenTo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		syn := &voiceSynth{}
+		var recs records
+		e := New(Options{Codec: opusCodec{}, Recognizer: &recognizer{}, Synthesizer: syn, Brain: tenSentences{}, OnTurn: recs.add})
+		defer e.Close()
+		out := deaf{newPackets()}
+		defer ask(t, e, "aa:00:00:00:00:44", out).Close()
+		<-out.stopped
+		if got := syn.said(); len(got) > 5 {
+			t.Fatalf("synthesised %d of 10 sentences for a device that takes no audio, want what fits the queue (at most 5)", len(got))
+		}
+		r := recs.last(t)
+		if r.Outcome != "speech_failed" || !strings.Contains(r.Error, "connection timed out") {
+			t.Fatalf("turn record %+v, want speech_failed with the write's error", r)
 		}
 	})
 }

@@ -206,8 +206,8 @@ func (c *Conversation) answer(ctx context.Context, t *turn, text string) {
 	d := c.newDownlink(ctx, t)
 	first := true
 	for s := range sentences {
-		if ctx.Err() != nil {
-			continue // drain: the model goroutine ends with ctx
+		if ctx.Err() != nil || d.broken.Load() {
+			continue // drain: the model goroutine ends with ctx; a device that takes no audio is not spoken to
 		}
 		if first {
 			c.write(ctx, llmMessage("neutral"))
@@ -265,7 +265,10 @@ type downlink struct {
 	encoded int           // packets the answer has so far
 	q       chan queued   // what send writes, in order
 	done    chan struct{} // closed when send returns
-	err     error         // send's first failed write, read once done is closed
+	// err is send's first failed write; broken is set once it is, for the
+	// turn to stop synthesising for a device that takes no audio.
+	err    error
+	broken atomic.Bool
 }
 
 // queued is what the downlink sends next: a message, an audio packet, or
@@ -340,6 +343,7 @@ func (d *downlink) send(ctx context.Context, c *Conversation) {
 		}
 		if err != nil && ctx.Err() == nil {
 			d.err = err
+			d.broken.Store(true)
 		}
 	}
 	start := func() {
@@ -395,6 +399,9 @@ func (c *Conversation) speak(ctx context.Context, d *downlink, text string) erro
 	}
 	fr := newFramer(sp.SampleRate(), c.down)
 	encode := func(pcm []int16) error {
+		if d.broken.Load() {
+			return d.err
+		}
 		pkt, err := d.enc.Encode(pcm)
 		if err != nil {
 			return err
