@@ -23,6 +23,20 @@ func serviceSubject(name string) string { return "xzhub.svc." + key(name) }
 // serviceQueue is the queue group every holder answers in.
 const serviceQueue = "xzhub.svc"
 
+// A node's subscription reaches the other nodes' NATS servers through the
+// route a moment after it is made, and its end a moment after it ends;
+// the state bucket (JetStream) may tell them of a service's connection
+// sooner. So a call that finds no node answering asks again for up to
+// interestWait before it is offline, and a node keeps answering a service
+// whose program has left it (offline, at once) for offlineLinger before it
+// unsubscribes: a call forwarded to it in between would otherwise wait
+// for its deadline.
+const (
+	interestWait  = 300 * time.Millisecond
+	interestPoll  = 50 * time.Millisecond
+	offlineLinger = 2 * time.Second
+)
+
 // HeldServices is the services' Manager as a node answers the other
 // nodes' calls with it (services.Manager).
 type HeldServices interface {
@@ -53,6 +67,18 @@ func (c ServiceCalls) Call(ctx context.Context, service, tool string, args []byt
 		return hub.CallResult{}, err
 	}
 	m, err := c.n.nc.RequestWithContext(ctx, serviceSubject(service), b)
+	for wait := interestWait; errors.Is(err, nats.ErrNoResponders) && wait > 0; wait -= interestPoll {
+		// No node answers on the subject yet: a program that has just
+		// connected to another node is known here through the state
+		// bucket a moment before its node's subscription has crossed
+		// the route.
+		select {
+		case <-ctx.Done():
+			return hub.CallResult{}, hub.Errorf(hub.ETIMEOUT, "service %q (on another hub node) did not answer in time", service)
+		case <-time.After(interestPoll):
+		}
+		m, err = c.n.nc.RequestWithContext(ctx, serviceSubject(service), b)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, nats.ErrNoResponders):
@@ -76,6 +102,7 @@ func (n *Node) ServeServiceCalls(m HeldServices) {
 	go func() {
 		defer n.wg.Done()
 		subs := map[string]*nats.Subscription{}
+		left := map[string]time.Time{} // subscribed, no longer held: answered offline until then
 		defer func() {
 			for _, s := range subs {
 				_ = s.Unsubscribe()
@@ -86,6 +113,7 @@ func (n *Node) ServeServiceCalls(m HeldServices) {
 			held := map[string]bool{}
 			for _, name := range m.Held() {
 				held[name] = true
+				delete(left, name)
 				if subs[name] != nil {
 					continue
 				}
@@ -96,16 +124,41 @@ func (n *Node) ServeServiceCalls(m HeldServices) {
 				}
 				subs[name] = s
 			}
+			now := time.Now()
+			next := time.Duration(-1) // until the next lingering subscription ends
 			for name, s := range subs {
-				if !held[name] {
-					_ = s.Unsubscribe()
-					delete(subs, name)
+				if held[name] {
+					continue
 				}
+				until, ok := left[name]
+				if !ok {
+					until = now.Add(offlineLinger)
+					left[name] = until
+				}
+				if d := until.Sub(now); d > 0 {
+					if next < 0 || d < next {
+						next = d
+					}
+					continue
+				}
+				_ = s.Unsubscribe()
+				delete(subs, name)
+				delete(left, name)
+			}
+			var expire <-chan time.Time
+			var timer *time.Timer
+			if next >= 0 {
+				timer = time.NewTimer(next)
+				expire = timer.C
 			}
 			select {
 			case <-n.ctx.Done():
 				return
 			case <-m.Changed(gen):
+			case <-expire:
+			}
+			if timer != nil {
+				timer.Stop()
 			}
 		}
 	}()
